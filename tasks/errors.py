@@ -1,0 +1,51 @@
+"""Errors that carry their retry policy and where they happened.
+
+Prefect retries only errors whose ``retryable`` is true (see ``is_retryable``);
+the CLI maps the rest to a message and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class CitesumError(Exception):
+    """Base error. ``retryable`` says whether trying again can help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, source: str | None = None, page: int | None = None):
+        self.message = message
+        self.source = source
+        self.page = page
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = self.source or ""
+        if self.page is not None:
+            where = f"{where} page {self.page}" if where else f"page {self.page}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class DocumentError(CitesumError):
+    """A document that cannot be read as given (bad input: never retried).
+
+    ``kind`` names the reason in a word: not_pdf, empty_file, corrupt, encrypted,
+    no_pages, timeout.
+    """
+
+    def __init__(self, kind: str, message: str, *, source: str, page: int | None = None):
+        self.kind = kind
+        super().__init__(message, source=source, page=page)
+
+
+class TransientError(CitesumError):
+    """A failure that may pass on its own (a store commit conflict, a busy service)."""
+
+    retryable = True
+
+
+class ConfigurationError(CitesumError):
+    """Settings that cannot work together, e.g. a model that does not match the store."""
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return bool(getattr(exc, "retryable", False))

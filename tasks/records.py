@@ -1,0 +1,110 @@
+"""The records passed between ingestion steps.
+
+Source text (``Page`` / ``Block``), chunks and stored document records are
+distinct types; every one carries its provenance (document, version, pages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+PageMethod = Literal["text", "ocr", "lost"]
+
+
+def sha256_hex(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\x1f")  # unit separator: ("ab","c") and ("a","bc") hash differently
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that went wrong with a document or one of its pages."""
+
+    kind: str
+    message: str
+    page: int | None = None  # 1-based physical page; None for the whole document
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text on one page in reading order: a heading or a paragraph."""
+
+    text: str
+    page: int
+    heading_level: int = 0  # 0 = body text, 1 = top-level heading, 2 = sub-heading ...
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int  # 1-based physical page number
+    blocks: tuple[Block, ...]
+    method: PageMethod  # how its text was obtained; "lost" = no text could be obtained
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A PDF as found in the corpus, before it is opened."""
+
+    document_id: str  # path relative to the corpus root, with forward slashes
+    path: str  # absolute path on disk
+    version: str  # sha256 of the file's bytes
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    source: SourceFile
+    pages: tuple[Page, ...]
+    problems: tuple[Problem, ...]
+    parser: str  # e.g. "pymupdf 2.0 (mupdf 1.27.0), tesseract 5.3.0"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of one document's text, the unit that is embedded and retrieved."""
+
+    document_id: str
+    version: str
+    source: str
+    page_start: int
+    page_end: int
+    heading: str  # heading path, e.g. "12 Termination > 12.2 Notice"
+    text: str  # the exact extracted text
+    ordinal: int  # position within the document
+
+    @property
+    def chunk_id(self) -> str:
+        return sha256_hex(self.document_id, str(self.page_start), str(self.page_end), self.text)
+
+    @property
+    def embedding_text(self) -> str:
+        """What is embedded: heading context plus text, so a clause keeps its section."""
+        return f"{self.heading}\n{self.text}" if self.heading else self.text
+
+
+@dataclass(frozen=True)
+class ChunkedDocument:
+    extracted: ExtractedDocument
+    chunks: tuple[Chunk, ...]
+    boilerplate: tuple[str, ...] = ()  # repeated lines recognised and left out of chunks
+
+
+@dataclass
+class DocumentRecord:
+    """A row of the ``documents`` table."""
+
+    document_id: str
+    version: str
+    source: str
+    pages: int
+    chunks: int
+    status: str  # "ok" | "partial" (some pages lost)
+    problems: list[Problem] = field(default_factory=list)
+    embed_model: str = ""
+    parser: str = ""
+    settings: str = ""  # Settings.fingerprint() of the run that wrote it
+    ingested_at: str = ""

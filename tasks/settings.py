@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     document_timeout_seconds: float = Field(
         300.0, gt=0, description="Time limit for extracting one document; a document past it fails."
     )
-    max_retries: int = Field(2, ge=0, description="Retries of a task that failed with a transient error.")
+    workers: int = Field(
+        2, ge=1, description="Documents processed at the same time (threads; extraction runs in child processes)."
+    )
 
     def fingerprint(self) -> str:
         """Hash of the settings that shape stored chunks (parser, chunking, model)."""

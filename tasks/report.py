@@ -1,0 +1,120 @@
+"""What an ingestion run did, per document, and its renderings (JSON, markdown, table)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+from tasks.records import Problem
+
+STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "failed")
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    document_id: str
+    source: str
+    status: str  # one of STATUSES
+    version: str = ""
+    pages: int = 0
+    chunks: int = 0
+    embedded: int = 0  # chunks whose vectors were computed in this run (the rest were reused)
+    problems: tuple[Problem, ...] = ()
+    error: str | None = None
+    seconds: float = 0.0
+    renamed_from: str | None = None
+
+    @property
+    def pages_lost(self) -> int:
+        return len({p.page for p in self.problems if p.page is not None and p.kind != "ocr"})
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    outcomes: tuple[DocumentOutcome, ...]
+    db: str
+    embed_model: str
+    parser: str
+    settings: str  # Settings.fingerprint()
+    seconds: float
+
+    @property
+    def failed(self) -> tuple[DocumentOutcome, ...]:
+        return tuple(o for o in self.outcomes if o.status == "failed")
+
+    def totals(self) -> dict:
+        counts = Counter(o.status for o in self.outcomes)
+        return {
+            "documents": len(self.outcomes),
+            **{status: counts.get(status, 0) for status in STATUSES},
+            "pages": sum(o.pages for o in self.outcomes),
+            "chunks": sum(o.chunks for o in self.outcomes),
+            "embedded": sum(o.embedded for o in self.outcomes),
+            "pages_lost": sum(o.pages_lost for o in self.outcomes),
+            "seconds": round(self.seconds, 2),
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "documents": [outcome_json(o) for o in self.outcomes],
+            "totals": self.totals(),
+            "db": self.db,
+            "embed_model": self.embed_model,
+            "parser": self.parser,
+            "settings": self.settings,
+        }
+
+
+def outcome_json(o: DocumentOutcome) -> dict:
+    return {
+        "document_id": o.document_id,
+        "source": o.source,
+        "status": o.status,
+        "version": o.version,
+        "pages": o.pages,
+        "chunks": o.chunks,
+        "embedded": o.embedded,
+        "pages_lost": o.pages_lost,
+        "problems": [asdict(p) for p in o.problems],
+        "error": o.error,
+        "seconds": round(o.seconds, 2),
+        "renamed_from": o.renamed_from,
+    }
+
+
+def table_rows(report: IngestReport) -> list[dict]:
+    """One row per document, for the table artifact and the CLI summary."""
+    return [
+        {
+            "document": o.document_id,
+            "status": o.status,
+            "pages": o.pages,
+            "chunks": o.chunks,
+            "pages lost": o.pages_lost,
+            "seconds": round(o.seconds, 1),
+            "note": o.error or (f"renamed from {o.renamed_from}" if o.renamed_from else ""),
+        }
+        for o in report.outcomes
+    ]
+
+
+def markdown(report: IngestReport) -> str:
+    totals = report.totals()
+    lines = [
+        "# citesum ingestion report",
+        "",
+        f"Store `{report.db}`, model `{report.embed_model}`, parser `{report.parser}`, settings `{report.settings}`.",
+        "",
+        ", ".join(f"{totals[s]} {s}" for s in STATUSES)
+        + f"; {totals['pages']} pages, {totals['chunks']} chunks ({totals['embedded']} embedded), "
+        f"{totals['pages_lost']} pages lost to extraction, {totals['seconds']} s.",
+    ]
+    if report.failed:
+        lines += ["", "## Failed documents", ""]
+        lines += [f"- `{o.document_id}`: {o.error}" for o in report.failed]
+    with_problems = [o for o in report.outcomes if o.problems]
+    if with_problems:
+        lines += ["", "## Page problems", ""]
+        for o in with_problems:
+            lines += [f"- `{o.document_id}` p.{p.page}: {p.kind}: {p.message}" for p in o.problems]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,254 @@
+"""The LanceDB store: a ``chunks`` table and a ``documents`` table, explicit schemas.
+
+Every chunk row carries its provenance (document, version, page span, heading,
+text, content id); a document is superseded in one commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Protocol
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS, BTree
+
+from tasks.errors import ConfigurationError, TransientError
+from tasks.records import Chunk, DocumentRecord, Problem, sha256_hex
+
+CHUNKS = "chunks"
+DOCUMENTS = "documents"
+
+PROBLEM_TYPE = pa.struct(
+    [pa.field("page", pa.int32()), pa.field("kind", pa.string()), pa.field("message", pa.string())]
+)
+
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        pa.field("document_id", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("pages", pa.int32(), nullable=False),
+        pa.field("chunks", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("problems", pa.list_(PROBLEM_TYPE), nullable=False),
+        pa.field("embed_model", pa.string(), nullable=False),
+        pa.field("parser", pa.string(), nullable=False),
+        pa.field("settings", pa.string(), nullable=False),
+        pa.field("ingested_at", pa.string(), nullable=False),
+    ]
+)
+
+
+def chunk_schema(embed_model: str, dimension: int) -> pa.Schema:
+    """The chunks table schema; its metadata records which model made the vectors."""
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("document_id", pa.string(), nullable=False),
+            pa.field("version", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("page_start", pa.int32(), nullable=False),
+            pa.field("page_end", pa.int32(), nullable=False),
+            pa.field("heading", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
+            pa.field("ordinal", pa.int32(), nullable=False),
+            pa.field("ingested_at", pa.string(), nullable=False),
+        ],
+        metadata={"embed_model": embed_model, "dimension": str(dimension)},
+    )
+
+
+def embedding_key(heading: str, text: str) -> str:
+    """Identifies what was embedded, so an unchanged chunk's vector can be reused."""
+    return sha256_hex(heading, text)
+
+
+def sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class ChunkStore(Protocol):
+    """What ingestion needs from a store."""
+
+    def check_model(self, embed_model: str, dimension: int) -> None: ...
+    def documents(self) -> dict[str, DocumentRecord]: ...
+    def reusable_vectors(self, document_ids: Sequence[str], versions: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def supersede(self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
+    def delete_document(self, document_id: str) -> int: ...
+    def refresh_indexes(self) -> None: ...
+
+
+class LanceStore:
+    """LanceDB at any URI (local folder, s3://, gs://, az://, memory://)."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        # Zero interval: every read sees other processes' latest commits.
+        self._db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self._documents = self._open_or_create(DOCUMENTS, DOCUMENT_SCHEMA, ["document_id"])
+        self._chunks = self._db.open_table(CHUNKS) if self._exists(CHUNKS) else None
+
+    def _exists(self, name: str) -> bool:
+        return name in self._db.list_tables().tables
+
+    def _open_or_create(self, name: str, schema: pa.Schema, btree_columns: Iterable[str]):
+        if self._exists(name):
+            return self._db.open_table(name)
+        table = self._db.create_table(name, schema=schema, exist_ok=True)
+        for column in btree_columns:
+            table.create_index(column, config=BTree(), replace=True)
+        return table
+
+    # -- model ----------------------------------------------------------------
+
+    def stored_model(self) -> tuple[str, int] | None:
+        if self._chunks is None:
+            return None
+        meta = self._chunks.schema.metadata or {}
+        return meta[b"embed_model"].decode(), int(meta[b"dimension"])
+
+    def check_model(self, embed_model: str, dimension: int) -> None:
+        """Create the chunks table for this model, or refuse a model that differs from the stored one."""
+        stored = self.stored_model()
+        if stored is None:
+            self._chunks = self._open_or_create(
+                CHUNKS, chunk_schema(embed_model, dimension), ["document_id", "chunk_id"]
+            )
+            self._chunks.create_index("text", config=FTS(), replace=True)
+            return
+        if stored != (embed_model, dimension):
+            raise ConfigurationError(
+                f"the store at {self.uri} holds vectors of {stored[0]!r} ({stored[1]} dimensions); "
+                f"this run uses {embed_model!r} ({dimension} dimensions). "
+                "Use another --db, or the stored model."
+            )
+
+    # -- reads ----------------------------------------------------------------
+
+    def documents(self) -> dict[str, DocumentRecord]:
+        rows = self._documents.search().limit(None).to_arrow().to_pylist()
+        return {row["document_id"]: _document_from_row(row) for row in rows}
+
+    def chunk_rows(self, where: str | None = None, columns: Sequence[str] | None = None) -> list[dict]:
+        if self._chunks is None:
+            return []
+        query = self._chunks.search()
+        if where:
+            query = query.where(where)
+        if columns:
+            query = query.select(list(columns))
+        return query.limit(None).to_arrow().to_pylist()
+
+    def reusable_vectors(self, document_ids: Sequence[str], versions: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of these documents or versions, by embedding key."""
+        if not document_ids and not versions:
+            return {}
+        terms = [f"document_id IN ({', '.join(map(sql_string, document_ids))})"] if document_ids else []
+        if versions:
+            terms.append(f"version IN ({', '.join(map(sql_string, versions))})")
+        rows = self.chunk_rows(" OR ".join(terms), ["heading", "text", "vector"])
+        return {embedding_key(r["heading"], r["text"]): np.asarray(r["vector"], np.float32) for r in rows}
+
+    def search_vector(self, vector: np.ndarray, k: int = 10, where: str | None = None) -> list[dict]:
+        query = self._require_chunks().search(vector).limit(k)
+        return (query.where(where) if where else query).to_arrow().to_pylist()
+
+    def search_text(self, text: str, k: int = 10, where: str | None = None) -> list[dict]:
+        query = self._require_chunks().search(text, query_type="fts").limit(k)
+        return (query.where(where) if where else query).to_arrow().to_pylist()
+
+    def _require_chunks(self):
+        if self._chunks is None:
+            raise ConfigurationError(f"the store at {self.uri} holds no chunks yet: ingest first")
+        return self._chunks
+
+    # -- writes ---------------------------------------------------------------
+
+    def supersede(self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Replace the document's chunks with these in one commit, then record the document.
+
+        Unchanged chunks (same id and version) are not rewritten; chunks of the old
+        version that are not in the new one are deleted in the same commit, and no
+        other document is touched. If the process dies between the two commits, the
+        documents table still shows the old version, so the next run redoes this write.
+        """
+        table = self._require_chunks()
+        batch = _chunk_batch(chunks, vectors, table.schema, record.ingested_at)
+        try:
+            (
+                table.merge_insert("chunk_id")
+                .when_matched_update_all(where="target.version != source.version")
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(f"document_id = {sql_string(record.document_id)}")
+                .execute(batch)
+            )
+            self._upsert_document(record)
+        except OSError as exc:  # object-store I/O and commit conflicts surface as OSError
+            raise TransientError(f"write failed: {exc}", source=record.document_id) from exc
+
+    def _upsert_document(self, record: DocumentRecord) -> None:
+        row = pa.Table.from_pylist([_document_row(record)], schema=DOCUMENT_SCHEMA)
+        self._documents.merge_insert("document_id").when_matched_update_all().when_not_matched_insert_all().execute(row)
+
+    def delete_document(self, document_id: str) -> int:
+        """Delete a document's chunks and its record; returns how many chunks went."""
+        where = f"document_id = {sql_string(document_id)}"
+        removed = 0
+        if self._chunks is not None:
+            removed = self._chunks.count_rows(where)
+            self._chunks.delete(where)
+        self._documents.delete(where)
+        return removed
+
+    def refresh_indexes(self) -> None:
+        """Fold newly written rows into the BTREE and full-text indexes."""
+        for table in (self._documents, self._chunks):
+            if table is not None:
+                table.optimize()
+
+
+def _chunk_batch(chunks: Sequence[Chunk], vectors: np.ndarray, schema: pa.Schema, ingested_at: str) -> pa.Table:
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    dimension = schema.field("vector").type.list_size
+    flat = pa.array(np.asarray(vectors, np.float32).reshape(-1), pa.float32())
+    columns = {
+        "chunk_id": [c.chunk_id for c in chunks],
+        "document_id": [c.document_id for c in chunks],
+        "version": [c.version for c in chunks],
+        "source": [c.source for c in chunks],
+        "page_start": [c.page_start for c in chunks],
+        "page_end": [c.page_end for c in chunks],
+        "heading": [c.heading for c in chunks],
+        "text": [c.text for c in chunks],
+        "vector": pa.FixedSizeListArray.from_arrays(flat, dimension),
+        "ordinal": [c.ordinal for c in chunks],
+        "ingested_at": [ingested_at] * len(chunks),
+    }
+    return pa.table({name: pa.array(col, schema.field(name).type) if isinstance(col, list) else col
+                     for name, col in columns.items()}, schema=schema)
+
+
+def _document_row(record: DocumentRecord) -> dict:
+    return {
+        "document_id": record.document_id,
+        "version": record.version,
+        "source": record.source,
+        "pages": record.pages,
+        "chunks": record.chunks,
+        "status": record.status,
+        "problems": [{"page": p.page, "kind": p.kind, "message": p.message} for p in record.problems],
+        "embed_model": record.embed_model,
+        "parser": record.parser,
+        "settings": record.settings,
+        "ingested_at": record.ingested_at,
+    }
+
+
+def _document_from_row(row: dict) -> DocumentRecord:
+    problems = [Problem(kind=p["kind"], message=p["message"], page=p["page"]) for p in row["problems"]]
+    return DocumentRecord(**{**row, "problems": problems})

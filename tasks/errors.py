@@ -28,8 +28,8 @@ class CitesumError(Exception):
 class DocumentError(CitesumError):
     """A document that cannot be read as given (bad input: never retried).
 
-    ``kind`` names the reason in a word: not_pdf, empty_file, corrupt, encrypted,
-    no_pages, timeout.
+    ``kind`` names the reason in a word: empty_file, unreadable, not_pdf, corrupt,
+    encrypted, no_pages, timeout, crashed.
     """
 
     def __init__(self, kind: str, message: str, *, source: str, page: int | None = None):

@@ -221,8 +221,10 @@ def extract_document(
     """Every page's text in reading order, with headings and a record of what went wrong.
 
     Raises ``DocumentError`` when the file cannot be read as a PDF at all (kinds:
-    empty_file, unreadable, not_pdf, corrupt, encrypted, no_pages). A document whose
-    pages are all lost is returned, not raised: each lost page carries a ``Problem``.
+    empty_file, unreadable, not_pdf, corrupt, encrypted, no_pages), including a
+    damaged file that MuPDF repaired into nothing but blank pages (a truncated
+    upload): storing it would supersede a good version with nothing. Otherwise a
+    document whose pages are all lost is returned: each lost page carries a ``Problem``.
     """
     # MuPDF's default, in case pymupdf4llm was imported before this module and unset it
     pymupdf.TOOLS.unset_quad_corrections(False)
@@ -233,6 +235,8 @@ def extract_document(
         pages = [_extract_page(doc, index, ocr, ocr_language) for index in range(count)]
         levels = _heading_levels(pages, _toc(doc))
         problems = _document_problems(doc) + tuple(p for page in pages for p in page.problems)
+        if doc.is_repaired and all(_is_blank_result(page) for page in pages):
+            raise _error(source, "corrupt", "damaged file (truncated?): repaired by MuPDF, but no page has text")
     finally:
         doc.close()
     return ExtractedDocument(
@@ -241,6 +245,10 @@ def extract_document(
         problems=problems,
         parser=parser_version(include_ocr=any(page.method == "ocr" for page in pages)),
     )
+
+
+def _is_blank_result(page: _PageText) -> bool:
+    return page.method == "lost" and [p.kind for p in page.problems] == ["blank_page"]
 
 
 def _document_problems(doc: pymupdf.Document) -> tuple[Problem, ...]:

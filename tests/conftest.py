@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tasks.embed import load_embedder
@@ -10,3 +12,17 @@ from tasks.embed import load_embedder
 @pytest.fixture(scope="session")
 def embedder():
     return load_embedder()
+
+
+@pytest.fixture(scope="session")
+def sample():
+    """The sample-corpus generator (data/sample_corpus.py), imported from its file."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "sample_corpus.py"
+    spec = importlib.util.spec_from_file_location("sample_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sample_corpus"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

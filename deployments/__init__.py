@@ -1,0 +1,1 @@
+"""How citesum is run: the command line, schedules, triggers and serving."""

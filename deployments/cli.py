@@ -1,0 +1,125 @@
+"""The ``citesum`` command line.
+
+Exit codes: 0 done; 1 the run failed or some document failed; 2 unusable
+input or settings (bad path, model mismatch, invalid option).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited summaries of a PDF corpus.")
+err = Console(stderr=True)
+out = Console()
+
+DbOption = Annotated[str | None, typer.Option("--db", help="LanceDB URI (default: CITESUM_DB or data/lancedb).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def make_settings(**overrides):
+    """Settings from CITESUM_* variables, with the options given on the command line on top."""
+    from tasks.settings import Settings
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        fail(f"invalid settings: {exc}", 2)
+
+
+def fail(message: str, code: int):
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path | None, typer.Argument(help="Corpus folder or one PDF (default: the sample corpus).")] = None,
+    db: DbOption = None,
+    passwords: Annotated[Path | None, typer.Option(help="JSON file: document id -> PDF password.")] = None,
+    json_output: JsonOption = False,
+):
+    """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
+    from flows.ingest import run_ingest
+    from tasks import report as reports
+    from tasks.errors import CitesumError, ConfigurationError
+
+    settings = make_settings(db=db, passwords_file=passwords)
+    if json_output or not err.is_terminal:
+        state = run_ingest(str(path) if path else None, settings)
+    else:
+        with progress_bar() as bar:
+            task_id = bar.add_task("ingest", total=None)
+
+            def on_progress(step: str, document_id: str, done: int, total: int) -> None:
+                bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
+
+            state = run_ingest(str(path) if path else None, settings, on_progress)
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, ConfigurationError):
+        fail(str(result), 2)
+    if isinstance(result, CitesumError):
+        fail(str(result), 1)
+    if isinstance(result, BaseException):
+        fail(f"ingestion failed: {type(result).__name__}: {result}", 1)
+    if json_output:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print_ingest_table(reports.table_rows(result), result.totals())
+    raise typer.Exit(1 if result.failed else 0)
+
+
+@app.command()
+def status(db: DbOption = None, json_output: JsonOption = False):
+    """List stored documents with their versions and chunk counts."""
+    from tasks.store import LanceStore
+
+    settings = make_settings(db=db)
+    documents = sorted(LanceStore(settings.db).documents().values(), key=lambda d: d.document_id)
+    rows = [
+        {"document_id": d.document_id, "version": d.version, "source": d.source, "pages": d.pages,
+         "chunks": d.chunks, "status": d.status, "problems": len(d.problems), "ingested_at": d.ingested_at}
+        for d in documents
+    ]
+    if json_output:
+        print(json.dumps({"db": settings.db, "documents": rows}, indent=2))
+        return
+    table = Table("document", "version", "pages", "chunks", "status", "problems", "ingested at", title=settings.db)
+    for r in rows:
+        table.add_row(r["document_id"], r["version"][:12], str(r["pages"]), str(r["chunks"]), r["status"],
+                      str(r["problems"]), r["ingested_at"])
+    out.print(table)
+
+
+def progress_bar() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=True)
+
+
+def print_ingest_table(rows: list[dict], totals: dict) -> None:
+    table = Table(*rows[0].keys() if rows else ["document"], title="citesum ingest")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    out.print(table)
+    out.print(", ".join(f"{k} {v}" for k, v in totals.items()), highlight=False)
+
+
+def main() -> None:
+    # Defaults for libraries the commands load: never reach a model hub, give the
+    # temporary Prefect server time to start on a busy 2-core machine.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Prefect flows of citesum. Each reads top to bottom as its pipeline."""

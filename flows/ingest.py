@@ -59,18 +59,27 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     tracker = ProgressTracker(len(plan.work) * len(STEPS), on_progress)
 
     jobs = [Job(item) for item in plan.work]
-    jobs, failed = tracker.settle("extract", extract.map(jobs, unmapped(settings), [passwords.get(j.item.source.document_id) for j in jobs]), jobs)
+    jobs, failed = tracker.settle(
+        "extract", extract.map(jobs, unmapped(settings), [passwords.get(j.item.source.document_id) for j in jobs]), jobs
+    )
     jobs, failed_chunk = tracker.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
     jobs, failed_embed = tracker.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-    written, failed_write = tracker.settle("write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs)
+    written, failed_write = tracker.settle(
+        "write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs
+    )
     deleted = delete_missing(plan.deletions, store)
     if written or deleted:
         refresh_indexes(store)
 
     report = IngestReport(
         outcomes=tuple(
-            [unchanged_outcome(s) for s in plan.unchanged] + written + deleted
-            + failed + failed_chunk + failed_embed + failed_write
+            [unchanged_outcome(s) for s in plan.unchanged]
+            + written
+            + deleted
+            + failed
+            + failed_chunk
+            + failed_embed
+            + failed_write
         ),
         db=settings.db,
         embed_model=embedder.name,
@@ -148,10 +157,13 @@ class ProgressTracker:
 
 def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:
     source = job.item.source
-    return DocumentOutcome(source.document_id, source.path, "failed", version=source.version,
-                           error=f"{step}: {error}", seconds=job.seconds)
+    return DocumentOutcome(
+        source.document_id, source.path, "failed", version=source.version, error=f"{step}: {error}", seconds=job.seconds
+    )
 
 
 def publish_report(report: IngestReport) -> None:
     create_markdown_artifact(reports.markdown(report), key="citesum-ingest-report", description="Ingestion report")
-    create_table_artifact(reports.table_rows(report), key="citesum-ingest-documents", description="Documents of this run")
+    create_table_artifact(
+        reports.table_rows(report), key="citesum-ingest-documents", description="Documents of this run"
+    )

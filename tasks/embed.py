@@ -47,9 +47,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         path = resolve_model_path(name)
         try:
-            self._model = SentenceTransformer(
-                path, device="cpu", local_files_only=True, trust_remote_code=False
-            )
+            self._model = SentenceTransformer(path, device="cpu", local_files_only=True, trust_remote_code=False)
         except (OSError, ValueError) as exc:
             raise ConfigurationError(
                 f"embedding model {name!r} could not be loaded from disk ({exc}); "

@@ -100,7 +100,9 @@ def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
     return replace(job, chunked=chunked, seconds=job.seconds + time.perf_counter() - started)
 
 
-def embed_with_reuse(texts_keys: list[tuple[str, str]], reusable: dict[str, np.ndarray], embedder: Embedder) -> tuple[np.ndarray, int]:
+def embed_with_reuse(
+    texts_keys: list[tuple[str, str]], reusable: dict[str, np.ndarray], embedder: Embedder
+) -> tuple[np.ndarray, int]:
     """Vectors for (embedding text, key) pairs, computing only those not already stored."""
     missing = [i for i, (_, key) in enumerate(texts_keys) if key not in reusable]
     fresh = embedder.embed([texts_keys[i][0] for i in missing])
@@ -179,8 +181,13 @@ def delete_missing(document_ids: tuple[str, ...], store: ChunkStore) -> list[Doc
             removed = store.delete_document(document_id)
             record = stored.get(document_id)
             outcomes.append(
-                DocumentOutcome(document_id, record.source if record else "", "deleted",
-                                version=record.version if record else "", chunks=removed)
+                DocumentOutcome(
+                    document_id,
+                    record.source if record else "",
+                    "deleted",
+                    version=record.version if record else "",
+                    chunks=removed,
+                )
             )
     return outcomes
 

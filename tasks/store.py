@@ -229,8 +229,13 @@ def _chunk_batch(chunks: Sequence[Chunk], vectors: np.ndarray, schema: pa.Schema
         "ordinal": [c.ordinal for c in chunks],
         "ingested_at": [ingested_at] * len(chunks),
     }
-    return pa.table({name: pa.array(col, schema.field(name).type) if isinstance(col, list) else col
-                     for name, col in columns.items()}, schema=schema)
+    return pa.table(
+        {
+            name: pa.array(col, schema.field(name).type) if isinstance(col, list) else col
+            for name, col in columns.items()
+        },
+        schema=schema,
+    )
 
 
 def _document_row(record: DocumentRecord) -> dict:

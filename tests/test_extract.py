@@ -108,7 +108,12 @@ def expected_error(case: dict) -> str | None:
     """What cases.jsonl says MuPDF does with the file, as the DocumentError kind expected."""
     if case.get("mupdf_pages") is None:  # open() or page_count failed
         return "corrupt"
-    if case["category"] == "corrupt" and case["mupdf_repaired"] and case["mupdf_pages"] and not case["mupdf_text_chars_first3"]:
+    if (
+        case["category"] == "corrupt"
+        and case["mupdf_repaired"]
+        and case["mupdf_pages"]
+        and not case["mupdf_text_chars_first3"]
+    ):
         return "corrupt"  # repaired into blank pages
     return "no_pages" if case["mupdf_pages"] == 0 else None
 

@@ -15,8 +15,16 @@ def chunks_of(doc_id: str, version: str, texts: list[str]) -> list[Chunk]:
 
 def record_of(chunks: list[Chunk], at: str) -> DocumentRecord:
     c = chunks[0]
-    return DocumentRecord(c.document_id, c.version, c.source, pages=len(chunks), chunks=len(chunks),
-                          status="ok", embed_model="m", ingested_at=at)
+    return DocumentRecord(
+        c.document_id,
+        c.version,
+        c.source,
+        pages=len(chunks),
+        chunks=len(chunks),
+        status="ok",
+        embed_model="m",
+        ingested_at=at,
+    )
 
 
 @pytest.fixture

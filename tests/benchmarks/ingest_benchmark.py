@@ -47,7 +47,9 @@ def main() -> None:
     db = args.db or tempfile.mkdtemp(prefix="citesum-bench-")
     settings = Settings(corpus=args.corpus, db=db)
 
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)  # loaded before timing, as in a warm worker
+    embedder = load_embedder(
+        settings.embed_model, settings.embed_batch_size
+    )  # loaded before timing, as in a warm worker
     embedder.embed(["warm-up"])
     cold, cold_s = timed_ingest(args.corpus, settings)
     warm, warm_s = timed_ingest(args.corpus, settings)

@@ -65,7 +65,10 @@ def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus)
             assert holders, f"{document_id} p.{p.page}: {p.text!r} is in no chunk"
             assert any(r["page_start"] <= p.page <= r["page_end"] for r in holders), (document_id, p)
             if p.heading:
-                assert any(r["heading"].endswith(p.heading) for r in holders), (p.heading, [r["heading"] for r in holders])
+                assert any(r["heading"].endswith(p.heading) for r in holders), (
+                    p.heading,
+                    [r["heading"] for r in holders],
+                )
 
 
 def test_running_header_and_footer_are_not_indexed(tmp_path, corpus):

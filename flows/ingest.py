@@ -56,31 +56,19 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     ensure_writer_limit()
     plan = plan_ingest(sources, store.documents(), settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
     passwords = load_passwords(settings.passwords_file)
-    tracker = ProgressTracker(len(plan.work) * len(STEPS), on_progress)
+    steps = StepTracker(len(plan.work), on_progress)
 
     jobs = [Job(item) for item in plan.work]
-    jobs, failed = tracker.settle(
-        "extract", extract.map(jobs, unmapped(settings), [passwords.get(j.item.source.document_id) for j in jobs]), jobs
-    )
-    jobs, failed_chunk = tracker.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
-    jobs, failed_embed = tracker.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-    written, failed_write = tracker.settle(
-        "write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs
-    )
+    jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
+    jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
+    jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
+    written = steps.settle("write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs)
     deleted = delete_missing(plan.deletions, store)
     if written or deleted:
         refresh_indexes(store)
 
     report = IngestReport(
-        outcomes=tuple(
-            [unchanged_outcome(s) for s in plan.unchanged]
-            + written
-            + deleted
-            + failed
-            + failed_chunk
-            + failed_embed
-            + failed_write
-        ),
+        outcomes=(*map(unchanged_outcome, plan.unchanged), *written, *deleted, *steps.failures),
         db=settings.db,
         embed_model=embedder.name,
         parser=parser_version(),
@@ -125,34 +113,42 @@ def unchanged_outcome(source: SourceFile) -> DocumentOutcome:
     return DocumentOutcome(source.document_id, source.path, "unchanged", version=source.version)
 
 
-class ProgressTracker:
-    """Counts finished steps into a Prefect progress artifact and an optional callback."""
+def passwords_for(jobs: list[Job], passwords: dict[str, str]) -> list[str | None]:
+    return [passwords.get(job.item.source.document_id) for job in jobs]
 
-    def __init__(self, total: int, on_progress: Progress | None):
-        self.total, self.done, self.on_progress = max(total, 1), 0, on_progress
+
+class StepTracker:
+    """Waits for each mapped step, keeps its failures, and reports progress.
+
+    Progress counts document-steps into a Prefect progress artifact and an optional
+    callback; a failed document counts its remaining steps as done.
+    """
+
+    def __init__(self, documents: int, on_progress: Progress | None):
+        self.total, self.done, self.on_progress = max(documents * len(STEPS), 1), 0, on_progress
+        self.failures: list[DocumentOutcome] = []
         self.artifact = create_progress_artifact(0.0, key="citesum-ingest-progress", description="Ingestion progress")
 
-    def settle(self, step: str, futures: list[PrefectFuture], jobs: list[Job]) -> tuple[list, list[DocumentOutcome]]:
-        """Wait for a mapped step; split its results from its failures (failures become outcomes)."""
+    def settle(self, step: str, futures: list[PrefectFuture], jobs: list[Job]) -> list:
+        """The results of a mapped step, in input order; its failures become outcomes."""
         job_of = {id(f): job for f, job in zip(futures, jobs, strict=True)}
-        results, failures = {}, []
+        results = {}
         for future in as_completed(futures):
             future.wait()  # as_completed may yield before the final state is recorded
             job, state = job_of[id(future)], future.state
             if state.is_completed():
                 results[id(future)] = future.result()
-                self.advance(step, job.item.source.document_id, steps=1)
+                self.advance(step, job, steps=1)
             else:
-                failures.append(failed_outcome(job, state.result(raise_on_failure=False), step))
-                # a failed document skips its remaining steps
-                self.advance(step, job.item.source.document_id, steps=len(STEPS) - STEPS.index(step))
-        return [results[id(f)] for f in futures if id(f) in results], failures
+                self.failures.append(failed_outcome(job, state.result(raise_on_failure=False), step))
+                self.advance(step, job, steps=len(STEPS) - STEPS.index(step))
+        return [results[id(f)] for f in futures if id(f) in results]
 
-    def advance(self, step: str, document_id: str, steps: int) -> None:
+    def advance(self, step: str, job: Job, steps: int) -> None:
         self.done += steps
         update_progress_artifact(self.artifact, 100.0 * self.done / self.total)
         if self.on_progress:
-            self.on_progress(step, document_id, self.done, self.total)
+            self.on_progress(step, job.item.source.document_id, self.done, self.total)
 
 
 def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:

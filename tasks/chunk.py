@@ -200,6 +200,9 @@ def chunk_document(
     budget = _Budget(count_tokens, max_tokens)
     boilerplate = find_boilerplate(extracted.pages, boilerplate_min_pages)
     blocks = [b for page in extracted.pages for b in strip_boilerplate(page, boilerplate)]
+    if not blocks:  # nothing but repeated text: then it is the content, not a running header
+        boilerplate = frozenset()
+        blocks = [b for page in extracted.pages for b in _text_blocks(page)]
     drafts = _Sectioner(budget, overlap_sentences).run(blocks)
     chunks = _to_chunks(extracted, (d for draft in drafts for d in _enforce(draft, budget)))
     return ChunkedDocument(extracted=extracted, chunks=chunks, boilerplate=tuple(sorted(boilerplate)))

@@ -373,6 +373,14 @@ def test_boilerplate_text_mid_page_is_kept(count_tokens: CountTokens) -> None:
     assert only.text.count("Table of Contents") == 1
 
 
+def test_a_document_of_nothing_but_repeated_text_keeps_it(count_tokens: CountTokens) -> None:
+    # robustness/corrupt/content-stream-errors.pdf: "Potato" on each of its 4 pages
+    chunked = chunk(document(*[[body("Potato")] for _ in range(4)]), count_tokens)
+    assert chunked.boilerplate == ()
+    (only,) = chunked.chunks
+    assert (only.text.split(), only.page_start, only.page_end) == (["Potato"] * 4, 1, 4)
+
+
 # --- the coverage property --------------------------------------------------------------
 
 VOCAB = ("rent", "lease", "notice", "term", "party", "cash", "asset", "tax", "fiscal", "market", "q")

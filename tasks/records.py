@@ -30,6 +30,15 @@ class Problem:
     page: int | None = None  # 1-based physical page; None for the whole document
 
 
+# Page notes that do not mean missing text: OCR supplied it, or there was none to lose.
+NOT_LOST = frozenset({"ocr", "blank_page"})
+
+
+def lost_pages(problems: tuple[Problem, ...] | list[Problem]) -> set[int]:
+    """Pages whose text is missing from the index (extraction loss)."""
+    return {p.page for p in problems if p.page is not None and p.kind not in NOT_LOST}
+
+
 @dataclass(frozen=True)
 class Block:
     """A run of text on one page in reading order: a heading or a paragraph."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from tasks.records import Problem
+from tasks.records import Problem, lost_pages
 
 STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "failed")
 
@@ -26,7 +26,7 @@ class DocumentOutcome:
 
     @property
     def pages_lost(self) -> int:
-        return len({p.page for p in self.problems if p.page is not None and p.kind != "ocr"})
+        return len(lost_pages(self.problems))
 
 
 @dataclass(frozen=True)

@@ -63,11 +63,13 @@ class Settings(BaseSettings):
     )
 
     def fingerprint(self) -> str:
-        """Hash of the settings that shape stored chunks (parser, chunking, model)."""
+        """Hash of the settings that shape stored chunks (OCR, chunking, model): a change re-ingests."""
         shaping = {
             "embed_model": self.embed_model,
             "chunk_tokens": self.chunk_tokens,
             "overlap_sentences": self.overlap_sentences,
             "boilerplate_min_pages": self.boilerplate_min_pages,
+            "ocr": self.ocr,
+            "ocr_language": self.ocr_language,
         }
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:12]

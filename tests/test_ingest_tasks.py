@@ -10,6 +10,7 @@ from prefect.states import Failed
 
 from tasks.errors import ConfigurationError, DocumentError, TransientError
 from tasks.ingest_tasks import embed_with_reuse, load_passwords, retry_transient
+from tasks.records import Problem, lost_pages
 
 
 def test_only_transient_errors_are_retried():
@@ -34,3 +35,14 @@ def test_passwords_file_must_be_a_json_object(tmp_path):
     bad.write_text("[1, 2]")
     with pytest.raises(ConfigurationError, match="bad.json"):
         load_passwords(bad)
+
+
+def test_ocr_and_blank_pages_are_not_extraction_loss():
+    problems = [
+        Problem("ocr", "no text layer; text from OCR", 1),
+        Problem("blank_page", "blank page", 2),
+        Problem("no_text_layer", "no text layer and OCR is turned off", 3),
+        Problem("page_error", "cycle in page tree", 4),
+        Problem("repaired", "MuPDF repaired the file"),
+    ]
+    assert lost_pages(problems) == {3, 4}

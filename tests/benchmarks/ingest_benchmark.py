@@ -23,13 +23,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from flows.ingest import ensure_writer_limit, run_ingest
-from tasks.embed import load_embedder
-from tasks.settings import Settings
-from tasks.store import LanceStore
 
+def timed_ingest(corpus: Path, settings):
+    from flows.ingest import run_ingest
 
-def timed_ingest(corpus: Path, settings: Settings):
     started = time.perf_counter()
     state = run_ingest(str(corpus), settings)
     seconds = time.perf_counter() - started
@@ -40,6 +37,13 @@ def timed_ingest(corpus: Path, settings: Settings):
 
 
 def main() -> None:
+    # Imported here: extraction children are spawned and re-import this script, and
+    # must not load Prefect and LanceDB for nothing.
+    from flows.ingest import ensure_writer_limit
+    from tasks.embed import load_embedder
+    from tasks.settings import Settings
+    from tasks.store import LanceStore
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--db", help="LanceDB URI (default: a fresh temporary folder)")

@@ -187,7 +187,7 @@ class LanceStore:
                 .execute(batch)
             )
             self._upsert_document(record)
-        except OSError as exc:  # object-store I/O and commit conflicts surface as OSError
+        except OSError as exc:  # I/O failures (object stores); the type of a commit conflict is not yet verified
             raise TransientError(f"write failed: {exc}", source=record.document_id) from exc
 
     def _upsert_document(self, record: DocumentRecord) -> None:

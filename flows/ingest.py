@@ -6,36 +6,34 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prefect import Task, flow, get_client, task, unmapped
+from prefect import Task, flow, unmapped
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
 )
-from prefect.cache_policies import NO_CACHE
-from prefect.exceptions import ObjectAlreadyExists
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from tasks import report as reports
 from tasks.embed import load_embedder
-from tasks.errors import ConfigurationError
-from tasks.extract import discover_sources, parser_version, source_for
+from tasks.extract import parser_version
 from tasks.ingest_tasks import (
-    WRITER_LIMIT,
     Job,
     chunk,
     delete_missing,
+    discover,
     embed,
+    ensure_writer_limit,
     extract,
     load_passwords,
     refresh_indexes,
     write,
 )
 from tasks.plan import plan_ingest
-from tasks.records import DocumentRecord, SourceFile
+from tasks.records import DocumentRecord
 from tasks.report import DocumentOutcome, IngestReport
 from tasks.settings import Settings
 from tasks.store import LanceStore
@@ -91,28 +89,6 @@ def run_ingest(path: str | None, settings: Settings, on_progress: Progress | Non
     """Run the flow with the configured parallelism; returns its final state."""
     flow_ = ingest.with_options(task_runner=ThreadPoolTaskRunner(max_workers=settings.workers))
     return flow_(path, settings, on_progress, return_state=True)
-
-
-@task(name="discover", cache_policy=NO_CACHE)
-def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
-    """A folder is a full corpus run; a single file is ingested alone and deletes nothing."""
-    if target.is_dir():
-        root = target.resolve()
-        return discover_sources(root), root
-    if not target.exists():
-        raise ConfigurationError(f"{target}: no such file or folder")
-    file = target.resolve()
-    root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
-    return [source_for(file, root)], None
-
-
-def ensure_writer_limit() -> None:
-    """Writes hold this global limit; created here so it is never silently skipped."""
-    with get_client(sync_client=True) as client:
-        try:
-            client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
-        except ObjectAlreadyExists:  # another run created it at the same moment
-            pass
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:

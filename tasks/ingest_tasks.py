@@ -13,17 +13,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from prefect import task
+from prefect import get_client, task
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists
 from prefect.tasks import exponential_backoff
 
 from tasks.chunk import chunk_document
 from tasks.embed import Embedder
 from tasks.errors import ConfigurationError, is_retryable
-from tasks.extract import extract_with_time_limit
+from tasks.extract import discover_sources, extract_with_time_limit, source_for
 from tasks.plan import WorkItem
-from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, lost_pages
+from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
 from tasks.report import DocumentOutcome
 from tasks.settings import Settings
 from tasks.store import ChunkStore, embedding_key
@@ -195,3 +196,25 @@ def delete_missing(document_ids: tuple[str, ...], store: ChunkStore) -> list[Doc
 def refresh_indexes(store: ChunkStore) -> None:
     with concurrency(WRITER_LIMIT, occupy=1, strict=True):
         store.refresh_indexes()
+
+
+@task(name="discover", cache_policy=NO_CACHE)
+def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
+    """A folder is a full corpus run; a single file is ingested alone and deletes nothing."""
+    if target.is_dir():
+        root = target.resolve()
+        return discover_sources(root), root
+    if not target.exists():
+        raise ConfigurationError(f"{target}: no such file or folder")
+    file = target.resolve()
+    root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
+    return [source_for(file, root)], None
+
+
+def ensure_writer_limit() -> None:
+    """Writes hold this global limit; created here so it is never silently skipped."""
+    with get_client(sync_client=True) as client:
+        try:
+            client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
+        except ObjectAlreadyExists:  # another run created it at the same moment
+            pass

@@ -7,6 +7,7 @@ text, content id); a document is superseded in one commit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Protocol
 
@@ -205,7 +206,11 @@ class LanceStore:
         return removed
 
     def refresh_indexes(self) -> None:
-        """Fold newly written rows into the BTREE and full-text indexes."""
+        """Fold newly written rows into the BTREE and full-text indexes.
+
+        ``optimize()`` also compacts and drops table versions older than 7 days (its
+        default); on a large table this is whole-table work on every run that wrote.
+        """
         for table in (self._documents, self._chunks):
             if table is not None:
                 table.optimize()
@@ -246,7 +251,7 @@ def _document_row(record: DocumentRecord) -> dict:
         "pages": record.pages,
         "chunks": record.chunks,
         "status": record.status,
-        "problems": [{"page": p.page, "kind": p.kind, "message": p.message} for p in record.problems],
+        "problems": [asdict(p) for p in record.problems],
         "embed_model": record.embed_model,
         "parser": record.parser,
         "settings": record.settings,

@@ -39,8 +39,8 @@ def timed_ingest(corpus: Path, settings):
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
-    from flows.ingest import ensure_writer_limit
     from tasks.embed import load_embedder
+    from tasks.ingest_tasks import ensure_writer_limit
     from tasks.settings import Settings
     from tasks.store import LanceStore
 

@@ -1,0 +1,222 @@
+"""The Ollama synthesizer: a local LLM writes cited bullets from the evidence.
+
+Requests go through the ``ollama`` client (0.6.3). Connection errors, timeouts, 429
+and 5xx answers are retried with exponential backoff, honouring ``Retry-After``;
+other 4xx answers (404: model not installed) fail at once, since trying again
+cannot help. After the last retry a ``TransientError`` is raised, so the task
+level (Prefect) may still try later.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import ollama
+
+from tasks.errors import CitesumError, ConfigurationError, TransientError
+from tasks.evidence import Draft
+from tasks.prompts import build_messages, parse_draft, render_prompt
+from tasks.synthesize import SynthesisRequest
+
+if TYPE_CHECKING:
+    from tasks.settings import Settings
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+# The ollama client turns httpx.ConnectError into the built-in ConnectionError and lets the other
+# transport errors through: a timeout, or a connection dropped mid-answer (Ollama restarting).
+_TRANSPORT_ERRORS = (ConnectionError, httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def resolve_ollama_host(configured: str | None) -> str:
+    """The configured host, else $OLLAMA_HOST, else Ollama's default address."""
+    return configured or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+
+
+class HttpStatusError(Exception):
+    """An HTTP error answer from Ollama, with the header the ollama client would drop."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None):
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+        super().__init__(f"HTTP {status}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+
+class _Retry(Exception):
+    """One failed attempt that is worth repeating."""
+
+    def __init__(self, reason: str, retry_after: float | None = None):
+        self.reason = reason
+        self.retry_after = retry_after
+        super().__init__(reason)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delay-seconds or an HTTP date); None when absent or invalid."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000" dates parse naive; HTTP dates are always UTC
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    """httpx response hook: raise error answers here, where the headers are still at hand.
+
+    The ollama client turns an error answer into ``ResponseError(message, status)`` and drops the
+    headers, so a 429's Retry-After would be lost (ollama 0.6.3, ``Client._request_raw``).
+    """
+    if response.status_code < 400:
+        return
+    response.read()
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
+    raise HttpStatusError(response.status_code, _server_message(response), retry_after)
+
+
+def _server_message(response: httpx.Response) -> str:
+    try:
+        message = response.json().get("error")
+    except (ValueError, AttributeError):  # not JSON, or JSON without an object
+        message = None
+    return str(message or response.text.strip()[:300] or response.reason_phrase)
+
+
+def _client(host: str, timeout: float) -> ollama.Client:
+    return ollama.Client(host=host, timeout=timeout, event_hooks={"response": [_raise_for_status]})
+
+
+def _describe(exc: Exception, timeout: float) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, ConnectionError):
+        return "connection failed"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class OllamaSynthesizer:
+    """``Synthesizer`` backed by an Ollama server's chat endpoint."""
+
+    verbatim = False  # the model writes its own sentences: validation checks support, not exact copies
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        host: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 3,
+        context_tokens: int = 8192,
+        backoff_seconds: float = 1.0,
+        max_wait_seconds: float = 60.0,
+    ):
+        self.model = model
+        self.host = resolve_ollama_host(host)
+        self.timeout = timeout
+        self.retries = retries
+        self.context_tokens = context_tokens
+        self.backoff_seconds = backoff_seconds
+        self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts (task-level retry)
+        self.name = f"ollama:{model}"
+        self._client = _client(self.host, timeout)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> OllamaSynthesizer:
+        return cls(
+            model=settings.ollama_model,
+            host=settings.ollama_host,
+            timeout=settings.ollama_timeout_seconds,
+            retries=settings.ollama_retries,
+            context_tokens=settings.ollama_context_tokens,
+            **kwargs,
+        )
+
+    def synthesize(self, request: SynthesisRequest) -> Draft:
+        messages = build_messages(request)
+        return parse_draft(self._chat(messages), render_prompt(messages))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _chat(self, messages: list[dict[str, str]]) -> str:
+        attempt = 0
+        while True:
+            try:
+                return self._chat_once(messages)
+            except _Retry as failure:
+                asked = failure.retry_after or 0.0
+                if attempt == self.retries or asked > self.max_wait_seconds:
+                    raise self._gave_up(attempt + 1, failure) from failure
+                wait = max(asked, min(self.backoff_seconds * 2**attempt, self.max_wait_seconds))
+            time.sleep(wait)
+            attempt += 1
+
+    def _gave_up(self, attempts: int, failure: _Retry) -> TransientError:
+        asked = f"; it asks to wait {failure.retry_after:g} s" if failure.retry_after else ""
+        return TransientError(
+            f"Ollama at {self.host} failed {attempts} attempt(s), last: {failure.reason}{asked}", source=self.name
+        )
+
+    def _chat_once(self, messages: list[dict[str, str]]) -> str:
+        try:
+            response = self._client.chat(
+                model=self.model,
+                messages=messages,
+                stream=False,
+                options={"temperature": 0, "num_ctx": self.context_tokens},
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise _Retry(_describe(exc, self.timeout)) from exc
+        except HttpStatusError as exc:
+            if exc.retryable:
+                raise _Retry(str(exc), exc.retry_after) from exc
+            raise self._refusal(exc) from exc
+        return response.message.content or ""
+
+    def _refusal(self, exc: HttpStatusError) -> CitesumError:
+        if exc.status == 404:
+            hint = f"; `ollama pull {self.model}` installs the model"
+            return ConfigurationError(f"Ollama at {self.host} answered 404: {exc.message}{hint}", source=self.name)
+        if exc.status in (401, 403):
+            return ConfigurationError(f"Ollama at {self.host} refused access: {exc}", source=self.name)
+        return CitesumError(f"Ollama at {self.host} rejected the request: {exc}", source=self.name)
+
+
+def probe_ollama(host: str | None, model: str, timeout: float = 2.0) -> str | None:
+    """None when Ollama answers at ``host`` and has ``model`` installed, else the reason it cannot be used."""
+    url = resolve_ollama_host(host)
+    try:
+        with _client(url, timeout) as client:
+            listed = client.list()
+    except (ConnectionError, httpx.TransportError):
+        return f"Ollama not reachable at {url}"
+    except HttpStatusError as exc:
+        return f"Ollama at {url} answered {exc}"
+    except ValueError:  # an answer that is not Ollama's model list (another server on that port)
+        return f"no Ollama API at {url} (unexpected answer to /api/tags)"
+    installed = {_with_tag(m.model) for m in listed.models if m.model}
+    if _with_tag(model) not in installed:
+        return f"model '{model}' is not installed on Ollama at {url}"
+    return None
+
+
+def _with_tag(name: str) -> str:
+    # Ollama lists "llama3.2:latest" for a model pulled as "llama3.2".
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"

@@ -62,6 +62,31 @@ class Settings(BaseSettings):
         2, ge=1, description="Documents processed at the same time (threads; extraction runs in child processes)."
     )
 
+    # -- summarization ---------------------------------------------------------
+    candidates: int = Field(50, ge=1, description="Candidates retrieved per query (hybrid search, before reranking).")
+    evidence: int = Field(8, ge=1, description="Candidates the reranker keeps as evidence for the synthesizer.")
+    reranker: str = Field(
+        "local",
+        description=(
+            "'local' (no model download: dense, lexical and heading signals with MMR diversity), "
+            "or a sentence-transformers CrossEncoder name or local folder."
+        ),
+    )
+    ollama_host: str | None = Field(
+        None, description="Ollama server URL; unset means $OLLAMA_HOST, then http://127.0.0.1:11434."
+    )
+    ollama_model: str = Field("llama3.2", description="Ollama model used for synthesis.")
+    ollama_timeout_seconds: float = Field(120.0, gt=0, description="Time limit for one Ollama request.")
+    ollama_retries: int = Field(
+        3, ge=0, description="Retries of an Ollama request after a connection error, 429 or 5xx (backoff doubles)."
+    )
+    ollama_context_tokens: int = Field(
+        8192, ge=512, description="Context window requested from Ollama (num_ctx); map-reduce batches fill ~60% of it."
+    )
+    runs_dir: Path = Field(
+        Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
+    )
+
     def fingerprint(self) -> str:
         """Hash of the settings that shape stored chunks (OCR, chunking, model): a change re-ingests."""
         shaping = {

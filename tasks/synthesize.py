@@ -1,0 +1,45 @@
+"""The synthesizer seam: evidence in, cited sentences out.
+
+Two implementations: ``tasks.ollama.OllamaSynthesizer`` (an LLM writes bullets
+citing ``[cN]``) and ``tasks.extractive.ExtractiveSynthesizer`` (verbatim
+sentences of the evidence, no text of its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from tasks.evidence import CitedSentence, Draft, Evidence
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    """One section to write: what it is about and the evidence it may cite."""
+
+    instruction: str  # the question, or the topic ("Termination") in topic mode
+    evidence: tuple[Evidence, ...]
+    feedback: str = ""  # on a retry: what failed validation last time, said to the model
+    max_sentences: int = 5
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    """Reduce step of map-reduce: merge cited points into fewer, keeping their citations."""
+
+    instruction: str  # e.g. "Summarize the section '12 Termination'"
+    points: tuple[CitedSentence, ...]
+    max_sentences: int
+    feedback: str = ""
+
+
+class Synthesizer(Protocol):
+    name: str  # recorded with the run, e.g. "ollama:llama3.2" or "extractive"
+    verbatim: bool  # True when every sentence is copied from the evidence (validation checks exact support)
+    context_tokens: int  # how much evidence text one call can take, in word pieces (map-reduce batch size)
+
+    def synthesize(self, request: SynthesisRequest) -> Draft: ...
+
+    def merge(self, request: MergeRequest) -> Draft:
+        """Fewer sentences than ``request.points`` where possible, citing only the points' labels."""
+        ...

@@ -20,8 +20,8 @@ import ollama
 
 from tasks.errors import CitesumError, ConfigurationError, TransientError
 from tasks.evidence import Draft
-from tasks.prompts import build_messages, parse_draft, render_prompt
-from tasks.synthesize import SynthesisRequest
+from tasks.prompts import build_merge_messages, build_messages, parse_draft, render_prompt
+from tasks.synthesize import MergeRequest, SynthesisRequest
 
 if TYPE_CHECKING:
     from tasks.settings import Settings
@@ -150,6 +150,10 @@ class OllamaSynthesizer:
 
     def synthesize(self, request: SynthesisRequest) -> Draft:
         messages = build_messages(request)
+        return parse_draft(self._chat(messages), render_prompt(messages))
+
+    def merge(self, request: MergeRequest) -> Draft:
+        messages = build_merge_messages(request)
         return parse_draft(self._chat(messages), render_prompt(messages))
 
     def close(self) -> None:

@@ -1,0 +1,108 @@
+"""The extractive synthesizer: verbatim sentences of the evidence, each cited.
+
+It never writes text of its own. For each request it picks the sentences that
+are most relevant to the instruction and most central to the evidence, skipping
+near-repeats and sentences far less relevant than the best, and cites the chunk
+each came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tasks.chunk import split_sentences
+from tasks.embed import Embedder
+from tasks.evidence import CitedSentence, Draft, Evidence
+from tasks.synthesize import MergeRequest, SynthesisRequest
+
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
+MAX_WORDS = 80  # longer "sentences" are run-on table rows or lists flattened by extraction
+RELEVANCE_WEIGHT = 0.7  # against centrality: the instruction matters more than the evidence's own centre
+REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
+RELEVANCE_FLOOR = 0.5  # share of the best sentence's relevance a sentence needs to be kept
+
+
+def normalize_space(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str  # whitespace-normalised, otherwise verbatim
+    citations: tuple[str, ...]
+    order: int  # evidence rank, then position in the chunk
+
+
+def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
+    """Every statement-like sentence of the evidence, once, with the label of its first chunk."""
+    seen: set[str] = set()
+    found: list[_Sentence] = []
+    for item in evidence:
+        text = item.candidate.text
+        for start, end in split_sentences(text):
+            sentence = normalize_space(text[start:end])
+            words = len(_WORD.findall(sentence))
+            if not MIN_WORDS <= words <= MAX_WORDS or sentence.lower() in seen:
+                continue
+            seen.add(sentence.lower())
+            found.append(_Sentence(sentence, (item.label,), len(found)))
+    return found
+
+
+class ExtractiveSynthesizer:
+    """Selects verbatim evidence sentences; used when no LLM is reachable, or chosen."""
+
+    name = "extractive"
+    verbatim = True
+
+    def __init__(self, embedder: Embedder, *, context_tokens: int = 4096):
+        self._embedder = embedder
+        self.context_tokens = context_tokens
+
+    def synthesize(self, request: SynthesisRequest) -> Draft:
+        pool = evidence_sentences(request.evidence)
+        return self._draft(self._select(request.instruction, pool, request.max_sentences))
+
+    def merge(self, request: MergeRequest) -> Draft:
+        """The most relevant and central of the points, verbatim, with their citations."""
+        pool = [_Sentence(p.text, p.citations, i) for i, p in enumerate(request.points)]
+        return self._draft(self._select(request.instruction, pool, request.max_sentences))
+
+    @staticmethod
+    def _draft(chosen: list[_Sentence]) -> Draft:
+        sentences = tuple(CitedSentence(s.text, s.citations) for s in chosen)
+        raw = "\n".join(f"- {s.text} " + "".join(f"[{c}]" for c in s.citations) for s in sentences)
+        return Draft(sentences=sentences, raw=raw)
+
+    def _select(self, instruction: str, pool: list[_Sentence], limit: int) -> list[_Sentence]:
+        if not pool:
+            return []
+        vectors = self._embedder.embed([instruction] + [s.text for s in pool])
+        query, rows = vectors[0], vectors[1:]
+        similarity = rows @ rows.T
+        centrality = (similarity.sum(axis=1) - 1.0) / max(len(pool) - 1, 1)
+        relevance = rows @ query
+        score = RELEVANCE_WEIGHT * relevance + (1 - RELEVANCE_WEIGHT) * centrality
+        # Off-topic sentences of a selected chunk stay out even when the section has room.
+        score[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
+        picked = _pick_non_redundant(score, similarity, limit)
+        # Reading order within the section: evidence rank, then position in its chunk.
+        return sorted((pool[i] for i in picked), key=lambda s: s.order)
+
+
+def _pick_non_redundant(score: np.ndarray, similarity: np.ndarray, limit: int) -> list[int]:
+    """Best-scoring sentences, skipping any too similar to one already picked."""
+    picked: list[int] = []
+    for index in np.argsort(-score, kind="stable"):
+        if len(picked) == limit or score[index] == -np.inf:
+            break
+        if all(similarity[index, other] < REDUNDANCY for other in picked):
+            picked.append(int(index))
+    return picked

@@ -1,0 +1,104 @@
+"""Exhaustive summaries: map-reduce over every chunk of every top-level section.
+
+Retrieval is not proof of coverage, so a request that needs every section reads
+every chunk. Per section: map turns batches of chunks (each batch about 60% of the
+synthesizer's context) into cited points; reduce merges batches of points
+recursively until the section fits, keeping citations through every pass. A batch
+that does not shrink is split in two and merged again; a single point that cannot
+shrink is kept as it is, and a pass that makes no progress ends the loop, so it
+always ends. The final merge is validated like any section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from tasks.compose import Section, validated_section
+from tasks.evidence import CitedSentence, Evidence
+from tasks.synthesize import MergeRequest, SynthesisRequest, Synthesizer
+from tasks.validate import validate
+
+BATCH_SHARE = 0.6  # of the synthesizer's context, for the evidence or points of one call
+POINTS_PER_CHUNK = 2  # what map asks for per chunk of a batch
+SECTION_SENTENCES = 5  # what reduce aims for per section
+
+
+def batches(items: Sequence, cost: Callable[[object], int], budget: int) -> list[list]:
+    """Consecutive runs whose total cost fits the budget; an item over budget is a run of its own."""
+    runs: list[list] = []
+    used = budget + 1
+    for item in items:
+        size = cost(item)
+        if used + size > budget:
+            runs.append([])
+            used = 0
+        runs[-1].append(item)
+        used += size
+    return runs
+
+
+def summarize_section(
+    title: str, evidence: Sequence[Evidence], synthesizer: Synthesizer, count_tokens: Callable[[str], int]
+) -> Section:
+    """Every chunk of one section mapped to cited points, reduced, validated."""
+    budget = int(synthesizer.context_tokens * BATCH_SHARE)
+    points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.text), budget)
+    points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
+    request = MergeRequest(_instruction(title), tuple(points), SECTION_SENTENCES)
+    return validated_section(
+        title,
+        evidence,
+        lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
+        verbatim=synthesizer.verbatim,
+    )
+
+
+def map_points(
+    title: str,
+    evidence: Sequence[Evidence],
+    synthesizer: Synthesizer,
+    cost: Callable[[Evidence], int],
+    budget: int,
+) -> list[CitedSentence]:
+    """Cited points from every batch of chunks; points failing validation are dropped here."""
+    texts = {e.label: e.candidate.text for e in evidence}
+    points: list[CitedSentence] = []
+    for batch in batches(evidence, cost, budget):
+        request = SynthesisRequest(_instruction(title), tuple(batch), max_sentences=POINTS_PER_CHUNK * len(batch))
+        draft = synthesizer.synthesize(request)
+        points.extend(validate(draft, texts, verbatim=synthesizer.verbatim).passing())
+    return points
+
+
+def reduce_points(
+    title: str,
+    points: Sequence[CitedSentence],
+    synthesizer: Synthesizer,
+    cost: Callable[[CitedSentence], int],
+    budget: int,
+) -> list[CitedSentence]:
+    """Merge batches of points until they fit one call; ends when a pass makes no progress."""
+    points = list(points)
+    while sum(map(cost, points)) > budget:
+        merged = [p for batch in batches(points, cost, budget) for p in _merge(title, batch, synthesizer)]
+        if len(merged) >= len(points):
+            break
+        points = merged
+    return points
+
+
+def _merge(title: str, batch: list[CitedSentence], synthesizer: Synthesizer) -> list[CitedSentence]:
+    if len(batch) == 1:
+        return batch
+    allowed = {label for p in batch for label in p.citations}
+    request = MergeRequest(_instruction(title), tuple(batch), max(1, len(batch) // 2))
+    merged = [s for s in synthesizer.merge(request).sentences if s.citations and set(s.citations) <= allowed]
+    if merged and len(merged) < len(batch):
+        return merged
+    half = len(batch) // 2  # force split: a batch that did not shrink is merged in halves
+    return _merge(title, batch[:half], synthesizer) + _merge(title, batch[half:], synthesizer)
+
+
+def _instruction(title: str) -> str:
+    return f"Summarize the section '{title}': its obligations, figures, risks and conclusions."

@@ -1,0 +1,83 @@
+"""The run record: everything a summary was made from, so any sentence can be traced.
+
+Source text, candidates and evidence stay distinct: candidates carry their
+retrieval scores and ranks; evidence is the reranked subset with its labels;
+attempts keep the prompt, the raw output and each sentence's validation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tasks.compose import Attempt
+from tasks.evidence import Candidate, Evidence
+from tasks.summary import Summary, SummaryPart
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+
+
+def run_record(summary: Summary, settings: dict) -> dict:
+    return {
+        **summary.to_json(),
+        "mode_reason": summary.mode_reason,
+        "synthesizer_reason": summary.synthesizer_reason,
+        "settings": settings,
+        "parts": [_part(part) for part in summary.parts],
+        "recorded_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def write_run(record: dict, runs_dir: Path) -> Path:
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path = runs_dir / f"{record['run_id']}.json"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    temporary.replace(path)  # a reader never sees half a record
+    return path
+
+
+def _part(part: SummaryPart) -> dict:
+    section = part.section
+    return {
+        "title": section.title,
+        "query": part.query,
+        "candidates": [_candidate(c) for c in part.candidates],
+        "evidence": [_evidence(e) for e in section.evidence],
+        "attempts": [_attempt(a) for a in section.attempts],
+        "removed": [{"text": s.text, "citations": list(s.citations)} for s in section.removed],
+        "warning": section.warning,
+    }
+
+
+def _candidate(c: Candidate) -> dict:
+    return {
+        "chunk_id": c.chunk_id,
+        "document_id": c.document_id,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "heading": c.heading,
+        "rank": c.rank,
+        "score": c.score,
+        "dense_rank": c.dense_rank,
+        "lexical_rank": c.lexical_rank,
+    }
+
+
+def _evidence(e: Evidence) -> dict:
+    return {"label": e.label, "chunk_id": e.chunk_id, "score": e.score, "signals": e.signals, "text": e.candidate.text}
+
+
+def _attempt(a: Attempt) -> dict:
+    return {
+        "prompt": a.draft.prompt,
+        "raw_output": a.draft.raw,
+        "validation": [
+            {"text": c.sentence.text, "citations": list(c.sentence.citations), "ok": c.ok, "problems": list(c.problems)}
+            for c in a.validation.checks
+        ],
+    }

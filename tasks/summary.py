@@ -1,0 +1,164 @@
+"""A finished summary: its sections, one citation table, metrics, and how it renders.
+
+Each section cites labels of its own evidence; the summary relabels them once,
+in order of first citation, so a chunk cited by two sections has one label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tasks.compose import Section
+from tasks.evidence import Candidate, Citation
+from tasks.validate import LIMITED_COVERAGE
+
+QUERY_CAVEAT = (
+    "Retrieval is not proof of coverage: this summary covers the passages most relevant to the question, "
+    "not every section. Use --mode exhaustive to read every chunk."
+)
+
+
+@dataclass(frozen=True)
+class SummaryPart:
+    """A section retrieved and written for one query (a topic, or the question itself)."""
+
+    section: Section
+    query: str
+    candidates: tuple[Candidate, ...]  # what retrieval proposed, before reranking
+
+
+@dataclass
+class Summary:
+    run_id: str
+    question: str | None
+    mode: str  # "query" | "topics" | "exhaustive"
+    mode_reason: str
+    synthesizer: str
+    synthesizer_reason: str
+    parts: list[SummaryPart]
+    metrics: dict[str, float | int]
+    warnings: list[str] = field(default_factory=list)
+
+    def citations(self) -> tuple[dict[tuple[int, str], str], dict[str, Citation]]:
+        """Global labels: (part index, local label) -> global label, and global label -> citation."""
+        by_chunk: dict[str, str] = {}
+        local: dict[tuple[int, str], str] = {}
+        table: dict[str, Citation] = {}
+        for index, part in enumerate(self.parts):
+            evidence = {e.label: e for e in part.section.evidence}
+            for sentence in part.section.sentences:
+                for label in sentence.citations:
+                    chunk_id = evidence[label].chunk_id
+                    if chunk_id not in by_chunk:
+                        by_chunk[chunk_id] = f"c{len(by_chunk) + 1}"
+                        table[by_chunk[chunk_id]] = Citation.of(evidence[label])
+                    local[(index, label)] = by_chunk[chunk_id]
+        return local, table
+
+    def sections_json(self) -> list[dict]:
+        local, _ = self.citations()
+        return [
+            {
+                "title": part.section.title,
+                "sentences": [
+                    {"text": s.text, "citations": [local[(i, label)] for label in s.citations]}
+                    for s in part.section.sentences
+                ],
+            }
+            for i, part in enumerate(self.parts)
+        ]
+
+    def markdown(self, *, links: bool = False) -> str:
+        """Citations as ``[document p.N]``; with links, each points at ``source.pdf#page=N``."""
+        local, table = self.citations()
+        lines = [f"# {self.question or 'Summary'}", "", f"_Mode: {self.mode} ({self.mode_reason})._"]
+        lines += [f"_Synthesizer: {self.synthesizer} ({self.synthesizer_reason})._", ""]
+        lines += [f"> **Warning:** {w}" for w in self.warnings] + ([""] if self.warnings else [])
+        if self.mode == "query":
+            lines += [f"_{QUERY_CAVEAT}_", ""]
+        for i, part in enumerate(self.parts):
+            lines += [f"## {part.section.title}", ""]
+            for s in part.section.sentences:
+                refs = "".join(_reference(table[local[(i, label)]], links) for label in s.citations)
+                lines.append(f"- {s.text} {refs}".rstrip())
+            if not part.section.sentences:
+                lines.append("- No validly cited sentence for this part.")
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_json(self) -> dict:
+        _, table = self.citations()
+        return {
+            "question": self.question,
+            "mode": self.mode,
+            "synthesizer": self.synthesizer,
+            "summary_markdown": self.markdown(),
+            "sections": self.sections_json(),
+            "citations": {
+                label: {
+                    "chunk_id": c.chunk_id,
+                    "document_id": c.document_id,
+                    "source": c.source,
+                    "page_start": c.page_start,
+                    "page_end": c.page_end,
+                }
+                for label, c in table.items()
+            },
+            "metrics": self.metrics,
+            "warnings": self.warnings,
+            "run_id": self.run_id,
+        }
+
+
+def _reference(citation: Citation, links: bool) -> str:
+    text = f"{citation.document_id} {citation.pages}"
+    return f"[{text}]({citation.source}#page={citation.page_start})" if links else f"[{text}]"
+
+
+COLLAPSE = 0.5  # coverage under this is reported as coverage collapse
+
+
+def failure_warnings(mode: str, parts: list[SummaryPart], coverage: float) -> list[str]:
+    """Named failure modes, made visible: retrieval miss, unverifiable citations, coverage collapse."""
+    warnings = [f"Retrieval miss: nothing was retrieved for {p.query!r}" for p in parts if not p.candidates]
+    removed = [(p.section.title, s) for p in parts for s in p.section.removed]
+    if any(p.section.warning for p in parts):
+        warnings.append(LIMITED_COVERAGE)
+        warnings += [f"Removed as unsupported ({title}): {s.text}" for title, s in removed]
+    if parts and coverage < COLLAPSE:
+        what = {"query": "of the selected evidence", "topics": "of the topics", "exhaustive": "of the sections"}[mode]
+        warnings.append(f"Coverage collapse: only {coverage:.0%} {what} is cited")
+    return warnings
+
+
+def candidate_rows(summary: Summary) -> list[dict]:
+    return [
+        {
+            "part": part.section.title,
+            "rank": c.rank,
+            "score": round(c.score, 4),
+            "dense_rank": c.dense_rank,
+            "lexical_rank": c.lexical_rank,
+            "document": c.document_id,
+            "pages": f"{c.page_start}-{c.page_end}",
+            "heading": c.heading,
+        }
+        for part in summary.parts
+        for c in part.candidates
+    ]
+
+
+def evidence_rows(summary: Summary) -> list[dict]:
+    return [
+        {
+            "part": part.section.title,
+            "label": e.label,
+            "score": round(e.score, 4),
+            "document": e.candidate.document_id,
+            "pages": f"{e.candidate.page_start}-{e.candidate.page_end}",
+            "heading": e.candidate.heading,
+            "text": e.candidate.text[:200],
+        }
+        for part in summary.parts
+        for e in part.section.evidence
+    ]

@@ -1,0 +1,124 @@
+"""Citation validation: every sentence cites selected evidence that supports it.
+
+A sentence passes when it carries at least one citation, every label it cites is
+one of the selected evidence, and the cited chunks support it: verbatim for
+extractive output; for generated text, most of its content words and every
+number it states appear in the cited chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from tasks.evidence import CitedSentence, Draft
+from tasks.extractive import normalize_space
+from tasks.prompts import is_not_stated as says_not_stated
+
+LIMITED_COVERAGE = "Limited coverage: some citations could not be verified"
+
+MIN_WORD_SUPPORT = 0.6  # share of a generated sentence's content words found in what it cites
+
+_TOKEN = re.compile(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d")
+_STOPWORDS = frozenset(
+    "a about above after again all also an and any are as at be because been before being below between both but "
+    "by can could did do does doing down during each either few for from further had has have having he her here "
+    "hers him his how i if in into is it its itself just may might more most must no nor not of off on once only "
+    "or other our out over own per same shall she should so some such than that the their them then there these "
+    "they this those through to too under until up upon very was we were what when where which while who whom why "
+    "will with within without would you your".split()
+)
+
+
+def is_not_stated(sentence: CitedSentence) -> bool:
+    """The synthesizer's way of saying the evidence does not answer: needs no citation."""
+    return says_not_stated(sentence.text)
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    sentence: CitedSentence
+    problems: tuple[str, ...]  # empty when the sentence passes
+    supported_by: tuple[str, ...]  # labels that are valid and support the sentence
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class Validation:
+    checks: tuple[SentenceCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    @property
+    def failures(self) -> tuple[SentenceCheck, ...]:
+        return tuple(check for check in self.checks if not check.ok)
+
+    def feedback(self) -> str:
+        """What failed, said to the synthesizer on its retry."""
+        lines = [f'- "{check.sentence.text}": {"; ".join(check.problems)}' for check in self.failures]
+        return "These sentences failed citation checks:\n" + "\n".join(lines)
+
+    def passing(self) -> tuple[CitedSentence, ...]:
+        """The sentences that pass, each keeping only the citations that support it."""
+        return tuple(
+            replace(check.sentence, citations=check.supported_by)
+            for check in self.checks
+            if check.supported_by or is_not_stated(check.sentence)
+        )
+
+
+def validate(draft: Draft, evidence_text: Mapping[str, str], *, verbatim: bool) -> Validation:
+    """Check each sentence of a draft against the evidence it may cite (label -> chunk text)."""
+    return Validation(tuple(check_sentence(s, evidence_text, verbatim=verbatim) for s in draft.sentences))
+
+
+def check_sentence(sentence: CitedSentence, evidence_text: Mapping[str, str], *, verbatim: bool) -> SentenceCheck:
+    if is_not_stated(sentence):
+        return SentenceCheck(sentence, (), ())
+    if not sentence.citations:
+        return SentenceCheck(sentence, ("no citation",), ())
+    problems = [f"cites [{x}], which is not in the evidence" for x in sentence.citations if x not in evidence_text]
+    known = tuple(x for x in sentence.citations if x in evidence_text)
+    supporting = tuple(x for x in known if supports(evidence_text[x], sentence.text, verbatim=verbatim))
+    if not supporting and known:
+        # A generated sentence may combine two cited chunks: together they support it.
+        together = " ".join(evidence_text[x] for x in known)
+        supporting = known if supports(together, sentence.text, verbatim=verbatim) else ()
+        if not supporting:
+            problems.append(f"not supported by {''.join(f'[{x}]' for x in known)}")
+    return SentenceCheck(sentence, tuple(problems), supporting)
+
+
+def supports(chunk_text: str, sentence: str, *, verbatim: bool) -> bool:
+    if verbatim:
+        return normalize_space(sentence).lower() in normalize_space(chunk_text).lower()
+    return word_support(chunk_text, sentence) >= MIN_WORD_SUPPORT and numbers_supported(chunk_text, sentence)
+
+
+def content_words(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS and not t[0].isdigit()]
+
+
+def word_support(chunk_text: str, sentence: str) -> float:
+    """Share of the sentence's content words (or their 5-letter stems) found in the chunk."""
+    words = content_words(sentence)
+    if not words:
+        return 0.0
+    available = set(content_words(chunk_text))
+    stems = {w[:5] for w in available}
+    return sum(w in available or w[:5] in stems for w in words) / len(words)
+
+
+def numbers(text: str) -> set[str]:
+    return {t.replace(",", "").rstrip(".") for t in _TOKEN.findall(text) if t[0].isdigit()}
+
+
+def numbers_supported(chunk_text: str, sentence: str) -> bool:
+    """Every number the sentence states appears in the chunk: a changed figure is unsupported."""
+    return numbers(sentence) <= numbers(chunk_text)

@@ -21,7 +21,7 @@ from tasks.validate import content_words
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8
-UNTITLED = "(untitled)"
+FRONT_MATTER = "(front matter)"  # text before the first heading, or under the title alone
 _NUMBERING = re.compile(r"^\s*(?:section\s+|article\s+)?[\dIVXivx]+(?:\.\d+)*[.)]?\s+", re.IGNORECASE)
 
 
@@ -50,9 +50,9 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, str]:
 def top_section(row: Mapping, titles: Mapping[str, str]) -> SectionKey:
     """The top-level section a chunk belongs to, below the document title."""
     parts = _parts(row["heading"])
-    if parts and titles.get(row["document_id"]) == parts[0] and len(parts) > 1:
+    if parts and titles.get(row["document_id"]) == parts[0]:
         parts = parts[1:]
-    return SectionKey(row["document_id"], parts[0] if parts else UNTITLED)
+    return SectionKey(row["document_id"], parts[0] if parts else FRONT_MATTER)
 
 
 def sections(rows: Sequence[Mapping]) -> list[tuple[SectionKey, int]]:
@@ -66,7 +66,7 @@ def sections(rows: Sequence[Mapping]) -> list[tuple[SectionKey, int]]:
 
 def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     """Consecutive top-level sections grouped into at most MAX_TOPICS topics; [] if too few sections."""
-    found = [(key, n) for key, n in sections(rows) if key.title != UNTITLED]
+    found = [(key, n) for key, n in sections(rows) if key.title != FRONT_MATTER]
     if len(found) < MIN_TOPICS:
         return []
     return [_heading_topic(group) for group in _contiguous_groups(found, MAX_TOPICS)]

@@ -83,7 +83,7 @@ def check_sentence(sentence: CitedSentence, evidence_text: Mapping[str, str], *,
         return SentenceCheck(sentence, (), ())
     if not sentence.citations:
         return SentenceCheck(sentence, ("no citation",), ())
-    problems = [f"cites [{x}], which is not in the evidence" for x in sentence.citations if x not in evidence_text]
+    problems = [f"cites {x}, which is not in the evidence" for x in sentence.citations if x not in evidence_text]
     known = tuple(x for x in sentence.citations if x in evidence_text)
     supporting = tuple(x for x in known if supports(evidence_text[x], sentence.text, verbatim=verbatim))
     if not supporting and known:
@@ -91,7 +91,7 @@ def check_sentence(sentence: CitedSentence, evidence_text: Mapping[str, str], *,
         together = " ".join(evidence_text[x] for x in known)
         supporting = known if supports(together, sentence.text, verbatim=verbatim) else ()
         if not supporting:
-            problems.append(f"not supported by {''.join(f'[{x}]' for x in known)}")
+            problems.append(f"not supported by {', '.join(known)}")
     return SentenceCheck(sentence, tuple(problems), supporting)
 
 

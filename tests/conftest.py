@@ -14,6 +14,15 @@ def embedder():
     return load_embedder()
 
 
+@pytest.fixture
+def fake_ollama():
+    """A scripted local server speaking Ollama's API."""
+    from tests.fake_ollama import serve_fake_ollama
+
+    with serve_fake_ollama() as fake:
+        yield fake
+
+
 @pytest.fixture(scope="session")
 def sample():
     """The sample-corpus generator (data/sample_corpus.py), imported from its file."""

@@ -1,0 +1,58 @@
+"""Map-reduce: batches fit the budget, citations survive reduction, a reduce that cannot shrink still ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tasks.evidence import CitedSentence, Draft
+from tasks.mapreduce import batches, reduce_points
+from tasks.synthesize import MergeRequest, SynthesisRequest
+
+
+@dataclass
+class StubbornSynthesizer:
+    """Merges by returning every point unchanged: nothing ever shrinks. Records its calls."""
+
+    name: str = "stubborn"
+    verbatim: bool = True
+    context_tokens: int = 100
+    merges: list[int] = field(default_factory=list)
+
+    def synthesize(self, request: SynthesisRequest) -> Draft:
+        raise AssertionError("not used")
+
+    def merge(self, request: MergeRequest) -> Draft:
+        self.merges.append(len(request.points))
+        return Draft(request.points, raw="")
+
+
+@dataclass
+class HalvingSynthesizer(StubbornSynthesizer):
+    def merge(self, request: MergeRequest) -> Draft:
+        self.merges.append(len(request.points))
+        return Draft(request.points[: request.max_sentences], raw="")
+
+
+def points(n: int) -> list[CitedSentence]:
+    return [CitedSentence(f"point {i}", (f"c{i}",)) for i in range(n)]
+
+
+def test_batches_fit_the_budget_and_keep_order():
+    runs = batches(list(range(10)), cost=lambda _: 3, budget=7)
+    assert [len(r) for r in runs] == [2, 2, 2, 2, 2]
+    assert [x for r in runs for x in r] == list(range(10))
+    assert batches([1, 50, 1], cost=lambda x: x, budget=10) == [[1], [50], [1]]  # too big: its own batch
+
+
+def test_reduce_that_cannot_shrink_ends_with_every_point():
+    synth = StubbornSynthesizer()
+    result = reduce_points("s", points(40), synth, cost=lambda p: 10, budget=60)
+    assert result == points(40)
+    assert synth.merges  # it tried, force-split, then stopped
+
+
+def test_reduce_keeps_citations_and_fits_the_budget():
+    synth = HalvingSynthesizer()
+    result = reduce_points("s", points(40), synth, cost=lambda p: 10, budget=60)
+    assert sum(10 for _ in result) <= 60
+    assert all(p in points(40) for p in result)  # citations travel with their points

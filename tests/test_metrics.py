@@ -1,0 +1,49 @@
+"""The metric formulas: citation rate and the three coverages."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.compose import Attempt, Section
+from tasks.evidence import CitedSentence, Draft
+from tasks.metrics import citation_rate, evidence_coverage, summary_metrics, topic_coverage
+from tasks.summary import SummaryPart
+from tasks.validate import validate
+from tests.summary_fixtures import evidence
+
+TEXTS = ("Rent is due monthly in advance.", "Notice must be given in writing.", "The deposit is two months of rent.")
+
+
+def section(title: str, sentences: list[CitedSentence], n_evidence: int = 3) -> Section:
+    ev = tuple(evidence(*TEXTS[:n_evidence]))
+    validation = validate(Draft(tuple(sentences), raw=""), {e.label: e.candidate.text for e in ev}, verbatim=True)
+    return Section(title, ev, validation.passing(), (Attempt(Draft(tuple(sentences), ""), validation),))
+
+
+def test_citation_rate_counts_valid_supported_citations_of_the_last_draft():
+    s = section(
+        "t",
+        [
+            CitedSentence(TEXTS[0], ("c1",)),  # valid
+            CitedSentence(TEXTS[1], ("c3",)),  # cites the wrong chunk: unsupported
+            CitedSentence(TEXTS[2], ()),  # no citation
+            CitedSentence("Not stated in the evidence.", ()),  # no claim: not counted
+        ],
+    )
+    assert citation_rate([s]) == pytest.approx(1 / 3)
+    assert citation_rate([]) == 1.0
+
+
+def test_topic_coverage_is_the_share_of_sections_with_a_cited_sentence():
+    cited = section("a", [CitedSentence(TEXTS[0], ("c1",))])
+    empty = section("b", [CitedSentence(TEXTS[0], ("c2",))])  # its only sentence fails
+    assert topic_coverage([cited, empty, cited]) == pytest.approx(2 / 3)
+    assert topic_coverage([]) == 0.0
+
+
+def test_query_coverage_is_the_share_of_selected_evidence_cited():
+    s = section("q", [CitedSentence(TEXTS[0], ("c1",)), CitedSentence(TEXTS[2], ("c3",))])
+    assert evidence_coverage([s]) == pytest.approx(2 / 3)
+    figures = summary_metrics("query", [SummaryPart(s, "q", tuple(e.candidate for e in s.evidence))])
+    assert figures["coverage"] == pytest.approx(0.6667, abs=1e-4)
+    assert figures["citation_rate"] == 1.0 and figures["evidence"] == 3 and figures["candidates"] == 3

@@ -25,6 +25,7 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 MAX_WORDS = 80  # longer "sentences" are run-on table rows or lists flattened by extraction
 RELEVANCE_WEIGHT = 0.7  # against centrality: the instruction matters more than the evidence's own centre
+CHUNK_WEIGHT = 0.5  # of a sentence's relevance that comes from its chunk's rerank score (the rest: its own)
 REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
 RELEVANCE_FLOOR = 0.5  # share of the best sentence's relevance a sentence needs to be kept
 
@@ -38,13 +39,17 @@ class _Sentence:
     text: str  # whitespace-normalised, otherwise verbatim
     citations: tuple[str, ...]
     order: int  # evidence rank, then position in the chunk
+    prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
 
 
 def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
     """Every statement-like sentence of the evidence, once, with the label of its first chunk."""
     seen: set[str] = set()
     found: list[_Sentence] = []
+    scores = np.array([item.score for item in evidence], float)
+    spread = float(scores.max() - scores.min()) if len(scores) else 0.0
     for item in evidence:
+        prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.candidate.text
         for start, end in split_sentences(text):
             sentence = normalize_space(text[start:end])
@@ -52,7 +57,7 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
             if not MIN_WORDS <= words <= MAX_WORDS or sentence.lower() in seen:
                 continue
             seen.add(sentence.lower())
-            found.append(_Sentence(sentence, (item.label,), len(found)))
+            found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
     return found
 
 
@@ -88,7 +93,10 @@ class ExtractiveSynthesizer:
         query, rows = vectors[0], vectors[1:]
         similarity = rows @ rows.T
         centrality = (similarity.sum(axis=1) - 1.0) / max(len(pool) - 1, 1)
-        relevance = rows @ query
+        # A sentence of a chunk the reranker judged weak needs to be very relevant on its own.
+        own = rows @ query
+        prior = np.array([s.prior for s in pool])
+        relevance = (1 - CHUNK_WEIGHT) * own / max(float(own.max()), 1e-6) + CHUNK_WEIGHT * prior
         score = RELEVANCE_WEIGHT * relevance + (1 - RELEVANCE_WEIGHT) * centrality
         # Off-topic sentences of a selected chunk stay out even when the section has room.
         score[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf

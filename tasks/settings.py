@@ -87,6 +87,30 @@ class Settings(BaseSettings):
         Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
     )
 
+    # -- running as a service (citesum serve / citesum watch) -------------------
+    inbox: Path = Field(
+        Path("data/inbox"),
+        description=(
+            "Upload folder that `citesum watch` polls; a complete PDF is moved into the corpus at the same "
+            "relative path (its document id), then announced. Must not overlap the corpus."
+        ),
+    )
+    reindex_cron: str = Field("0 2 * * *", description="Cron schedule of the `reindex` deployment (whole corpus).")
+    maintain_cron: str = Field("0 3 * * 0", description="Cron schedule of the weekly `maintain` deployment.")
+    schedule_timezone: str = Field("UTC", description="IANA time zone the cron schedules are read in.")
+    watch_poll_seconds: float = Field(
+        2.0, gt=0, description="Seconds between two looks at the inbox; a file must be unchanged across two."
+    )
+    watch_quiet_seconds: float = Field(
+        60.0,
+        ge=0,
+        description=(
+            "An unchanged upload that does not end like a PDF (no %%EOF in its last KiB) is announced only after "
+            "this long: a stalled upload is not taken for complete, and a truncated PDF is still ingested "
+            "(and reported failed)."
+        ),
+    )
+
     def fingerprint(self) -> str:
         """Hash of the settings that shape stored chunks (OCR, chunking, model): a change re-ingests."""
         shaping = {

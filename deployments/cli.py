@@ -114,6 +114,79 @@ def status(db: DbOption = None, json_output: JsonOption = False):
     out.print(table)
 
 
+@app.command()
+def serve(
+    corpus: Annotated[Path | None, typer.Option(help="Corpus folder (default: CITESUM_CORPUS).")] = None,
+    db: DbOption = None,
+    reindex_cron: Annotated[str | None, typer.Option(help="Cron of the full reindex (default: 0 2 * * *).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Most flow runs at the same time.")] = None,
+):
+    """Serve the deployments (reindex, ingest-upload, summarize, maintain) until stopped."""
+    from deployments import serve as serving
+
+    settings = make_settings(corpus=corpus, db=db, reindex_cron=reindex_cron)
+    require_prefect_server("serve")
+    try:
+        deployments = serving.build_deployments(settings)
+    except ValueError as exc:  # a bad cron expression or time zone
+        fail(str(exc), 2)
+    for missing in serving.missing_deployments():
+        err.print(f"[yellow]not served:[/yellow] {missing}", highlight=False)
+    serving.serve(settings, deployments, limit)
+
+
+@app.command()
+def watch(
+    inbox: Annotated[Path | None, typer.Argument(help="Upload folder (default: CITESUM_INBOX or data/inbox).")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Corpus folder (default: CITESUM_CORPUS).")] = None,
+    poll: Annotated[float | None, typer.Option(help="Seconds between polls (default: 2).")] = None,
+):
+    """Move complete PDFs from an upload folder into the corpus and announce each for ingestion."""
+    import signal
+    import threading
+
+    from deployments import watch as watching
+
+    settings = make_settings(inbox=inbox, corpus=corpus, watch_poll_seconds=poll)
+    require_prefect_server("watch")
+    try:
+        watching.check_layout(settings.inbox, settings.corpus)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    settings.inbox.mkdir(parents=True, exist_ok=True)
+    watcher = watching.Watcher(
+        settings.inbox, settings.corpus, watching.emit_uploaded, quiet_seconds=settings.watch_quiet_seconds
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # exit normally, so queued events are flushed
+    err.print(f"watching {watcher.inbox} -> {watcher.corpus}", highlight=False, soft_wrap=True)
+    try:
+        watching.run(watcher, settings.watch_poll_seconds, stop, report=print_upload)
+    except KeyboardInterrupt:
+        pass
+
+
+def require_prefect_server(command: str) -> None:
+    """serve and watch need a lasting server: a temporary one would vanish with the process."""
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        fail(
+            f"{command} needs a Prefect server: start one with `prefect server start` and set "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api",
+            2,
+        )
+
+
+def print_upload(upload) -> None:
+    """One log line per upload; never wrapped, so a service log keeps one line per event."""
+    if upload.status == "duplicate":
+        line = f"{upload.document_id}: same content as {upload.path}, removed from the inbox"
+    else:
+        line = f"{upload.document_id}: moved to {upload.path}, announced ({upload.sha256[:12]})"
+    err.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
 def progress_bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"),

@@ -1,0 +1,128 @@
+"""The citesum deployments and the process that serves them (``citesum serve``).
+
+- ``ingest/reindex``: the whole corpus, on a cron schedule (``reindex_cron``, default daily 02:00).
+- ``ingest/ingest-upload``: one file, started by the event ``citesum.document.uploaded`` that
+  ``citesum watch`` emits; the file's path comes from the event's payload.
+- ``summarize/summarize``: on demand, with the flow's parameters (question, documents, mode, synth).
+- ``maintain/maintain``: weekly (``maintain_cron``), when ``flows/maintain.py`` is present.
+
+Deployment parameters carry only what a run is asked to do (a path, a question). The flows build
+their ``Settings`` from the CITESUM_* environment of the process that runs them: ``serve`` exports
+its validated settings, with local paths made absolute, to its own environment, which every run it
+starts inherits. A worker started for ``prefect.yaml`` reads the worker's environment the same way.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from prefect.deployments.runner import RunnerDeployment
+from prefect.events import DeploymentEventTrigger
+from prefect.schedules import Cron, Schedule
+
+from deployments.watch import EVENT
+from flows.ingest import ingest
+from flows.summarize import summarize
+from tasks.settings import Settings
+
+TAGS = ["citesum"]
+LOCAL_PATHS = ("corpus", "inbox", "runs_dir", "passwords_file")
+
+
+def build_deployments(settings: Settings) -> list[RunnerDeployment]:
+    """Every citesum deployment, with the schedules the settings ask for."""
+    deployments = [reindex(settings), ingest_upload(), summarize_on_demand()]
+    if (maintenance := maintain(settings)) is not None:
+        deployments.append(maintenance)
+    return deployments
+
+
+def reindex(settings: Settings) -> RunnerDeployment:
+    # One at a time: a second full run would only find the first one's work done.
+    return ingest.to_deployment(
+        name="reindex",
+        schedules=[schedule(settings.reindex_cron, settings.schedule_timezone)],
+        concurrency_limit=1,
+        description="Ingest the whole corpus: new and changed PDFs, deletions of removed ones.",
+        tags=TAGS,
+    )
+
+
+def ingest_upload() -> RunnerDeployment:
+    # One at a time: each run loads the embedding model (about 700 MB) and writes are serialized anyway;
+    # a burst of uploads queues instead of starting a process per file.
+    trigger = DeploymentEventTrigger(
+        name="citesum-document-uploaded",
+        expect={EVENT},
+        match={"prefect.resource.id": "citesum.document.*"},
+        parameters={"path": "{{ event.payload.path }}"},
+    )
+    return ingest.to_deployment(
+        name="ingest-upload",
+        triggers=[trigger],
+        concurrency_limit=1,
+        description=f"Ingest one uploaded PDF; started by the event {EVENT} from `citesum watch`.",
+        tags=TAGS,
+    )
+
+
+def summarize_on_demand() -> RunnerDeployment:
+    return summarize.to_deployment(
+        name="summarize",
+        description="A cited summary; run it with a question, document ids, mode and synthesizer.",
+        tags=TAGS,
+    )
+
+
+def maintain(settings: Settings) -> RunnerDeployment | None:
+    """The weekly maintenance deployment, once the ``maintain`` flow exists."""
+    # Hook: flows/maintain.py (flow "maintain") is written alongside this module; until it lands
+    # there is nothing to schedule, and `citesum serve` says so (see missing_deployments).
+    if importlib.util.find_spec("flows.maintain") is None:
+        return None
+    from flows.maintain import maintain as maintain_flow
+
+    return maintain_flow.to_deployment(
+        name="maintain",
+        schedules=[schedule(settings.maintain_cron, settings.schedule_timezone)],
+        concurrency_limit=1,
+        description="Weekly store maintenance.",
+        tags=TAGS,
+    )
+
+
+def missing_deployments() -> list[str]:
+    """Deployments that cannot be served yet, with the reason."""
+    if importlib.util.find_spec("flows.maintain") is None:
+        return ["maintain/maintain: flows/maintain.py does not exist yet"]
+    return []
+
+
+def schedule(cron: str, timezone: str) -> Schedule:
+    """A cron schedule; ValueError names a bad expression or time zone (Prefect accepts any zone name)."""
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {timezone!r}") from exc
+    return Cron(cron, timezone=timezone)
+
+
+def run_environment(settings: Settings) -> dict[str, str]:
+    """CITESUM_* variables that rebuild these settings in a run started from another folder."""
+    values = settings.model_dump(mode="json", exclude_none=True)
+    for field in LOCAL_PATHS:
+        if field in values:
+            values[field] = os.path.abspath(values[field])
+    if "://" not in values["db"]:  # a local LanceDB folder, not an object-store URI
+        values["db"] = os.path.abspath(values["db"])
+    return {f"CITESUM_{name.upper()}": str(value) for name, value in values.items()}
+
+
+def serve(settings: Settings, deployments: list[RunnerDeployment], limit: int | None = None) -> None:
+    """Register the deployments with the Prefect API in use and run their flow runs until stopped."""
+    from prefect import serve as prefect_serve
+
+    os.environ.update(run_environment(settings))  # what each run's Settings() reads
+    prefect_serve(*deployments, limit=limit)

@@ -1,0 +1,240 @@
+"""Reranking: choose the evidence for one question from its retrieved candidates.
+
+A ``Reranker`` turns candidates into ``Evidence`` labelled c1..ck; it may only choose among the
+candidates it was given (``check_subset`` enforces it for every implementation).
+
+``LocalReranker`` (the default) needs no model beyond the embedding model: it scores each candidate
+on signals the machine already has, drops near-duplicates and picks a diverse set with MMR.
+``CrossEncoderReranker`` runs a sentence-transformers CrossEncoder from disk (never downloaded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from tasks.embed import Embedder
+from tasks.errors import ConfigurationError
+from tasks.evidence import Candidate, Evidence
+from tasks.retrieve import keyword_query
+
+
+class Reranker(Protocol):
+    name: str  # recorded with a run, e.g. "local" or "cross-encoder:/models/ms-marco"
+
+    def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Evidence]:
+        """At most ``k`` of the candidates, best first, labelled c1..ck."""
+        ...
+
+
+class RerankError(RuntimeError):
+    """A reranker returned something that was not among its candidates: a bug, never retried."""
+
+
+Scored = tuple[Candidate, float, dict[str, float]]  # a chosen candidate, its score, the signals behind it
+
+
+def label(chosen: Sequence[Scored]) -> list[Evidence]:
+    return [Evidence(f"c{i}", c, score, signals) for i, (c, score, signals) in enumerate(chosen, 1)]
+
+
+def check_subset(evidence: Sequence[Evidence], candidates: Sequence[Candidate], k: int) -> list[Evidence]:
+    """Evidence must be distinct candidates, at most k, labelled c1.. in order; anything else raises."""
+    allowed = {c.chunk_id: c for c in candidates}
+    seen: set[str] = set()
+    for i, e in enumerate(evidence, 1):
+        if allowed.get(e.chunk_id) != e.candidate:
+            raise RerankError(f"evidence {e.label} ({e.chunk_id[:12]}) is not one of the candidates")
+        if e.chunk_id in seen:
+            raise RerankError(f"evidence {e.label} repeats chunk {e.chunk_id[:12]}")
+        if e.label != f"c{i}":
+            raise RerankError(f"evidence label {e.label!r} at position {i}; expected 'c{i}'")
+        seen.add(e.chunk_id)
+    if len(evidence) > k:
+        raise RerankError(f"{len(evidence)} pieces of evidence; at most {k} were asked for")
+    return list(evidence)
+
+
+# -- the local reranker -------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-case words with a crude plural strip, so "expenditures" meets "expenditure"."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+
+
+def coverage(query: Sequence[str], idf: dict[str, float], text_terms: set[str]) -> float:
+    """Share of the query's IDF mass that the text contains."""
+    total = sum(idf[t] for t in query)
+    return sum(idf[t] for t in query if t in text_terms) / total if total else 0.0
+
+
+def local_idf(query: Sequence[str], documents: Sequence[set[str]]) -> dict[str, float]:
+    """IDF over the candidate set: a term most candidates share says little about which one answers."""
+    n = len(documents)
+    return {t: float(np.log(1 + n / (1 + sum(t in d for d in documents)))) for t in query}
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    span = float(values.max() - values.min()) if len(values) else 0.0
+    return (values - values.min()) / span if span > 1e-9 else np.zeros_like(values)
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def sentences(text: str, limit: int) -> list[str]:
+    """The chunk's sentences (or table lines), longest first when there are more than ``limit``."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text) if len(p.strip()) > 20]
+    return sorted(parts, key=len, reverse=True)[:limit] if len(parts) > limit else parts
+
+
+@dataclass(frozen=True)
+class LocalWeights:
+    """How much each normalised signal counts. Chosen on the FinanceBench dev set (see module docstring)."""
+
+    dense: float = 1.0  # cosine of question and chunk (heading + text)
+    sentence: float = 1.0  # cosine of question and the chunk's best sentence
+    lexical: float = 1.0  # share of the question's keywords (IDF-weighted) in the text
+    heading: float = 0.5  # the same in the heading path
+    fusion: float = 1.0  # the retrieval rank, as 1 / sqrt(rank)
+    mmr_lambda: float = 0.8  # relevance against redundancy in MMR (1 = no diversity)
+    duplicate_jaccard: float = 0.8  # word-set overlap at which a candidate repeats one already chosen
+    sentence_pool: int = 12  # only this many best candidates get sentence embeddings (latency bound)
+    sentences_per_chunk: int = 8
+
+
+class LocalReranker:
+    """Relevance from local signals, near-duplicates dropped, diversity by MMR."""
+
+    name = "local"
+
+    def __init__(self, embedder: Embedder, weights: LocalWeights | None = None):
+        self.embedder = embedder
+        self.weights = weights or LocalWeights()
+        self._sentence_vectors = lru_cache(maxsize=4096)(self._embed_sentences)
+
+    def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Evidence]:
+        return check_subset(label(self.choose(question, candidates, k)), candidates, k)
+
+    def choose(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Scored]:
+        """The chosen candidates, best first, with their relevance and the signals it came from."""
+        if not candidates or k <= 0:
+            return []
+        signals = self.signals(question, candidates)
+        relevance = self.relevance(signals)
+        chosen = self.select(candidates, relevance, k)
+        return [(candidates[i], float(relevance[i]), {n: float(v[i]) for n, v in signals.items()}) for i in chosen]
+
+    # -- signals ---------------------------------------------------------------------------
+
+    def signals(self, question: str, candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
+        qv = self.embedder.embed([question])[0]
+        query = list(dict.fromkeys(terms(keyword_query(question))))
+        texts = [set(terms(c.text)) for c in candidates]
+        idf = local_idf(query, texts)
+        found = {
+            "dense": np.array([float(c.vector @ qv) if c.vector is not None else 0.0 for c in candidates]),
+            "lexical": np.array([coverage(query, idf, t) for t in texts]),
+            "heading": np.array([coverage(query, idf, set(terms(c.heading))) for c in candidates]),
+            "fusion": np.array([1 / np.sqrt(c.rank) for c in candidates]),
+        }
+        found["sentence"] = self.best_sentence(qv, candidates, self.relevance(found))
+        return found
+
+    def best_sentence(self, qv: np.ndarray, candidates: Sequence[Candidate], prior: np.ndarray) -> np.ndarray:
+        """Best sentence cosine for the ``sentence_pool`` candidates ranked first so far; 0 for the rest."""
+        best = np.zeros(len(candidates))
+        for i in np.argsort(-prior, kind="stable")[: self.weights.sentence_pool]:
+            vectors = self._sentence_vectors(candidates[i].text)
+            if len(vectors):
+                best[i] = float((vectors @ qv).max())
+        return best
+
+    def _embed_sentences(self, text: str) -> np.ndarray:
+        return self.embedder.embed(sentences(text, self.weights.sentences_per_chunk))
+
+    def relevance(self, signals: dict[str, np.ndarray]) -> np.ndarray:
+        w = self.weights
+        weights = {"dense": w.dense, "sentence": w.sentence, "lexical": w.lexical, "heading": w.heading}
+        weights["fusion"] = w.fusion
+        total = sum(weights[n] for n in signals if weights[n] > 0)
+        combined = sum(weights[n] * minmax(v) for n, v in signals.items())
+        return combined / total if total else combined
+
+    # -- selection -----------------------------------------------------------------------
+
+    def select(self, candidates: Sequence[Candidate], relevance: np.ndarray, k: int) -> list[int]:
+        """MMR over the candidates that are not near-duplicates of a better one."""
+        keep = self.distinct(candidates, relevance)
+        vectors = np.stack([c.vector for c in candidates]) if all(c.vector is not None for c in candidates) else None
+        chosen: list[int] = []
+        while keep and len(chosen) < k:
+            best = max(keep, key=lambda i: self._mmr(i, chosen, relevance, vectors))
+            chosen.append(best)
+            keep.remove(best)
+        return chosen
+
+    def _mmr(self, i: int, chosen: list[int], relevance: np.ndarray, vectors: np.ndarray | None) -> float:
+        lam = self.weights.mmr_lambda
+        if not chosen or vectors is None:
+            return float(relevance[i])
+        redundancy = float((vectors[chosen] @ vectors[i]).max())
+        return lam * float(relevance[i]) - (1 - lam) * redundancy
+
+    def distinct(self, candidates: Sequence[Candidate], relevance: np.ndarray) -> list[int]:
+        """Candidates in relevance order, without those whose words nearly repeat a better one's."""
+        kept: list[int] = []
+        words: list[set[str]] = []
+        for i in np.argsort(-relevance, kind="stable"):
+            own = set(terms(candidates[i].text))
+            if all(jaccard(own, other) < self.weights.duplicate_jaccard for other in words):
+                kept.append(int(i))
+                words.append(own)
+        return kept
+
+
+# -- a cross-encoder from disk ---------------------------------------------------------------
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder scores (question, passage) pairs; loaded from disk only."""
+
+    def __init__(self, name_or_path: str, *, batch_size: int = 16):
+        from sentence_transformers import CrossEncoder
+
+        self.name = f"cross-encoder:{name_or_path}"
+        self.batch_size = batch_size
+        try:
+            self._model = CrossEncoder(name_or_path, device="cpu", local_files_only=True, trust_remote_code=False)
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(
+                f"cross-encoder {name_or_path!r} could not be loaded from disk ({exc}); give a local model folder "
+                "or a model already in the Hugging Face cache, or use the 'local' reranker"
+            ) from exc
+
+    def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Evidence]:
+        if not candidates or k <= 0:
+            return []
+        pairs = [(question, c.passage) for c in candidates]
+        scores = self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
+        order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]
+        rows = [(candidates[i], float(scores[i]), {"cross_encoder": float(scores[i])}) for i in order]
+        return check_subset(label(rows), candidates, k)
+
+
+def load_reranker(name: str, embedder: Embedder) -> Reranker:
+    """``"local"`` is the model-free default; anything else names a CrossEncoder on disk."""
+    if name == "local":
+        return LocalReranker(embedder)
+    return CrossEncoderReranker(name)

@@ -1,0 +1,157 @@
+"""Reranking with the real embedding model: subset guarantee, near-duplicates, diversity, loading."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tasks.embed import resolve_model_path
+from tasks.errors import ConfigurationError
+from tasks.evidence import Candidate
+from tasks.rerank import (
+    CrossEncoderReranker,
+    LocalReranker,
+    LocalWeights,
+    RerankError,
+    check_subset,
+    label,
+    load_reranker,
+)
+from tasks.settings import DEFAULT_EMBED_MODEL
+
+QUESTION = "How much did the company spend on capital expenditure in 2018?"
+TEXTS = [
+    "Capital expenditure in 2018 was 1,577 million dollars, mostly for new plants.",
+    "The company spent 1,577 million on property, plant and equipment in 2018.",
+    "Revenue grew in every segment as demand for industrial adhesives recovered.",
+    "The board approved a quarterly dividend and a new share repurchase programme.",
+    "Operating expenses rose because of higher freight and wage costs.",
+    "Goodwill is tested for impairment every year in the fourth quarter.",
+    "Litigation about product liability is described in the notes.",
+    "Inventories are valued at the lower of cost and net realisable value.",
+]
+
+
+def candidates_of(embedder, texts: list[str], doc: str = "a.pdf") -> list[Candidate]:
+    vectors = embedder.embed(texts)
+    return [
+        Candidate(f"{doc}#{i}", doc, "v1", doc, i + 1, i + 1, "Notes", t, i, i + 1, 1 / (i + 1), i + 1, None, v)
+        for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+    ]
+
+
+@pytest.fixture
+def reranker(embedder):
+    return LocalReranker(embedder)
+
+
+def test_evidence_is_a_labelled_subset_of_the_candidates(reranker, embedder):
+    candidates = candidates_of(embedder, TEXTS)
+    evidence = reranker.rerank(QUESTION, candidates, 3)
+    assert [e.label for e in evidence] == ["c1", "c2", "c3"]
+    assert all(e.candidate in candidates for e in evidence)
+    assert len({e.chunk_id for e in evidence}) == 3
+    assert {e.candidate.text for e in evidence[:2]} == set(TEXTS[:2])  # the two about capital expenditure
+    assert set(evidence[0].signals) == {"dense", "sentence", "lexical", "heading", "fusion"}
+
+
+def test_fewer_candidates_than_asked_and_none(reranker, embedder):
+    candidates = candidates_of(embedder, TEXTS[:2])
+    assert len(reranker.rerank(QUESTION, candidates, 8)) == 2
+    assert reranker.rerank(QUESTION, [], 8) == []
+
+
+class Smuggler(LocalReranker):
+    """A reranker that slips in a chunk it was not given."""
+
+    def __init__(self, embedder, foreign: Candidate):
+        super().__init__(embedder)
+        self.foreign = foreign
+
+    def choose(self, question, candidates, k):
+        return [*super().choose(question, candidates, k - 1), (self.foreign, 9.0, {})]
+
+
+def test_evidence_from_outside_the_candidates_raises(embedder):
+    candidates = candidates_of(embedder, TEXTS)
+    foreign = candidates_of(embedder, ["An unrelated chunk of another document."], doc="b.pdf")[0]
+    with pytest.raises(RerankError, match="not one of the candidates"):
+        Smuggler(embedder, foreign).rerank(QUESTION, candidates, 3)
+    # the same chunk id with other content is foreign too
+    forged = replace(candidates[5], text="forged text")
+    with pytest.raises(RerankError, match="not one of the candidates"):
+        check_subset(label([(forged, 1.0, {})]), candidates, 3)
+
+
+def test_check_subset_rejects_repeats_bad_labels_and_too_many(embedder):
+    candidates = candidates_of(embedder, TEXTS[:3])
+    with pytest.raises(RerankError, match="repeats"):
+        check_subset(label([(candidates[0], 1.0, {}), (candidates[0], 0.5, {})]), candidates, 3)
+    with pytest.raises(RerankError, match="at most 2"):
+        check_subset(label([(c, 1.0, {}) for c in candidates]), candidates, 2)
+    evidence = label([(candidates[0], 1.0, {}), (candidates[1], 0.5, {})])
+    with pytest.raises(RerankError, match="label"):
+        check_subset([evidence[1], evidence[0]], candidates, 3)
+
+
+def test_near_duplicates_are_dropped(reranker, embedder):
+    near_copy = TEXTS[0].replace("mostly", "largely")  # the overlap of neighbouring chunks, say
+    candidates = candidates_of(embedder, [TEXTS[0], near_copy, *TEXTS[1:]])
+    texts = [e.candidate.text for e in reranker.rerank(QUESTION, candidates, 4)]
+    assert (TEXTS[0] in texts) != (near_copy in texts)  # one of the pair, never both
+    allow = LocalReranker(embedder, LocalWeights(duplicate_jaccard=1.01, mmr_lambda=1.0))
+    texts = [e.candidate.text for e in allow.rerank(QUESTION, candidates, 2)]
+    assert set(texts) == {TEXTS[0], near_copy}  # without the check both are chosen: the test can fail
+
+
+def test_mmr_prefers_a_different_relevant_chunk_over_a_paraphrase(embedder):
+    paraphrases = [
+        "Capital expenditure in 2018 was 1,577 million dollars.",
+        "In 2018 capital expenditures amounted to 1,577 million dollars.",
+        "Capital spending for 2018 came to 1,577 million dollars.",
+    ]
+    other = "Capital expenditure is expected to be lower in 2019 as the plant programme ends."
+    candidates = candidates_of(embedder, [*paraphrases, other, *TEXTS[2:]])
+    plain = LocalReranker(embedder, LocalWeights(mmr_lambda=1.0, duplicate_jaccard=1.01))
+    diverse = LocalReranker(embedder, LocalWeights(mmr_lambda=0.5, duplicate_jaccard=1.01))
+    assert other not in [e.candidate.text for e in plain.rerank(QUESTION, candidates, 2)]
+    assert other in [e.candidate.text for e in diverse.rerank(QUESTION, candidates, 2)]
+
+
+def test_sentence_embedding_is_bounded_to_the_pool(embedder):
+    calls: list[int] = []
+
+    class Counting:
+        name, dimension, max_tokens = embedder.name, embedder.dimension, embedder.max_tokens
+
+        def count_tokens(self, text):
+            return embedder.count_tokens(text)
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return embedder.embed(texts)
+
+    reranker = LocalReranker(Counting(), LocalWeights(sentence_pool=3))
+    candidates = candidates_of(embedder, TEXTS)
+    reranker.rerank(QUESTION, candidates, 4)
+    assert calls[0] == 1 and len(calls) == 1 + 3  # the question, then three chunks' sentences
+    reranker.rerank(QUESTION, candidates, 4)
+    assert len(calls) == 4 + 1  # sentence vectors are cached by text: only the question again
+
+
+def test_load_reranker_local_and_missing_cross_encoder(embedder, tmp_path):
+    assert isinstance(load_reranker("local", embedder), LocalReranker)
+    with pytest.raises(ConfigurationError, match="could not be loaded from disk"):
+        load_reranker(str(tmp_path / "no-such-model"), embedder)
+
+
+def test_cross_encoder_from_a_local_folder(embedder):
+    # The packaged bi-encoder loads as a cross-encoder with an untrained head: enough to run
+    # the real loading and scoring path offline; its order means nothing.
+    reranker = CrossEncoderReranker(str(resolve_model_path(DEFAULT_EMBED_MODEL)))
+    candidates = candidates_of(embedder, TEXTS)
+    evidence = reranker.rerank(QUESTION, candidates, 4)
+    assert [e.label for e in evidence] == ["c1", "c2", "c3", "c4"]
+    assert all(e.candidate in candidates for e in evidence)
+    assert [e.score for e in evidence] == sorted((e.score for e in evidence), reverse=True)

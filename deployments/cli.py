@@ -50,7 +50,6 @@ def ingest(
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
     from flows.ingest import run_ingest
     from tasks import report as reports
-    from tasks.errors import CitesumError, ConfigurationError
 
     settings = make_settings(db=db, passwords_file=passwords)
     if json_output or not err.is_terminal:
@@ -63,13 +62,7 @@ def ingest(
                 bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
 
             state = run_ingest(str(path) if path else None, settings, on_progress)
-    result = state.result(raise_on_failure=False)
-    if isinstance(result, ConfigurationError):
-        fail(str(result), 2)
-    if isinstance(result, CitesumError):
-        fail(str(result), 1)
-    if isinstance(result, BaseException):
-        fail(f"ingestion failed: {type(result).__name__}: {result}", 1)
+    result = outcome(state, "ingestion")  # a run with failed documents still returns its report
     if json_output:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -111,6 +104,64 @@ def status(db: DbOption = None, json_output: JsonOption = False):
             str(r["problems"]),
             r["ingested_at"],
         )
+    out.print(table)
+
+
+@app.command()
+def summarize(
+    question: Annotated[str | None, typer.Argument(help="What to summarize; none for a brief by topic.")] = None,
+    doc: Annotated[list[str] | None, typer.Option("--doc", help="Document id to summarize (repeatable).")] = None,
+    mode: Annotated[str, typer.Option(help="auto | query | topics | exhaustive.")] = "auto",
+    synth: Annotated[str, typer.Option(help="auto | ollama | extractive.")] = "auto",
+    db: DbOption = None,
+    json_output: JsonOption = False,
+):
+    """Summarize stored documents; every sentence cites its document and page."""
+    from flows.summarize import run_summarize
+
+    settings = make_settings(db=db)
+    summary = outcome(run_summarize(question, doc, mode, synth, settings), "summarization")
+    if json_output:
+        print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(summary.markdown(), end="")  # plain: rich would re-wrap the lines
+        err.print(f"run record: {settings.runs_dir / (summary.run_id + '.json')}", highlight=False)
+
+
+@app.command("eval")
+def evaluate(
+    questions: Annotated[Path, typer.Argument(help="questions.jsonl (format: ../shared/eval/README.md).")],
+    pdfs: Annotated[Path, typer.Option("--pdfs", help="Folder holding the questions' PDFs.")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+):
+    """Measure retrieval and rerank against questions with known evidence pages."""
+    from flows.ingest import run_ingest
+    from tasks import evaluate as evaluation
+    from tasks.embed import load_embedder
+    from tasks.rerank import load_reranker
+    from tasks.store import LanceStore
+
+    if not questions.is_file():
+        fail(f"{questions}: no such questions file", 2)
+    settings = make_settings(db=db, corpus=pdfs)
+    report = outcome(run_ingest(str(pdfs), settings), "ingestion")  # reuses what is stored
+    if report.failed:
+        err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
+    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
+    figures = evaluation.evaluate(
+        evaluation.load_questions(questions),
+        LanceStore(settings.db),
+        embedder,
+        load_reranker(settings.reranker, embedder),
+        settings,
+    )
+    if json_output:
+        print(json.dumps(figures.to_json(), indent=2))
+        return
+    table = Table(*figures.table_columns(), title=f"citesum eval: {questions}")
+    for row in figures.table_rows():
+        table.add_row(*row)
     out.print(table)
 
 
@@ -185,6 +236,20 @@ def print_upload(upload) -> None:
     else:
         line = f"{upload.document_id}: moved to {upload.path}, announced ({upload.sha256[:12]})"
     err.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+def outcome(state, what: str):
+    """The flow's result, or an exit: 2 for unusable input or settings, 1 for a failed run."""
+    from tasks.errors import CitesumError, ConfigurationError
+
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, ConfigurationError):
+        fail(str(result), 2)
+    if isinstance(result, CitesumError):
+        fail(str(result), 1)
+    if isinstance(result, BaseException):
+        fail(f"{what} failed: {type(result).__name__}: {result}", 1)
+    return result
 
 
 def progress_bar() -> Progress:

@@ -1,0 +1,118 @@
+"""The summarization flow: topics -> retrieval -> rerank -> synthesis -> validated, cited sections."""
+
+from __future__ import annotations
+
+from prefect import flow, unmapped
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from tasks import metrics
+from tasks.embed import load_embedder
+from tasks.rerank import load_reranker
+from tasks.runs import new_run_id, run_record, write_run
+from tasks.settings import Settings
+from tasks.store import LanceStore
+from tasks.summarize_tasks import (
+    choose_mode,
+    choose_synthesizer,
+    combine,
+    ensure_llm_limit,
+    find_topics,
+    resolve_documents,
+    retrieve_candidates,
+    section_evidence,
+    select_evidence,
+    summarize_section,
+    write_part,
+)
+from tasks.summary import Summary, SummaryPart, candidate_rows, evidence_rows, failure_warnings
+
+
+@flow(name="summarize", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def summarize(
+    question: str | None = None,
+    documents: list[str] | None = None,
+    mode: str = "auto",
+    synth: str = "auto",
+    settings: Settings | None = None,
+) -> Summary:
+    """Summarize the chosen documents (default: all), every sentence cited to document and page."""
+    settings = settings or Settings()
+    mode, mode_reason = choose_mode(question, mode)
+    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
+    store = LanceStore(settings.db)
+    store.check_model(embedder.name, embedder.dimension)
+    document_ids = resolve_documents(store, documents)
+    synthesizer, synth_reason = choose_synthesizer(synth, settings, embedder)
+    ensure_llm_limit()
+
+    if mode == "exhaustive":
+        parts = every_section(store, document_ids, synthesizer, embedder)
+    else:
+        plan = [("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
+        reranker = load_reranker(settings.reranker, embedder)
+        parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, settings)
+
+    figures = metrics.summary_metrics(mode, parts)
+    summary = Summary(
+        run_id=new_run_id(),
+        question=question,
+        mode=mode,
+        mode_reason=mode_reason,
+        synthesizer=synthesizer.name,
+        synthesizer_reason=synth_reason,
+        parts=parts,
+        metrics=figures,
+        warnings=failure_warnings(mode, parts, figures["coverage"]),
+    )
+    path = write_run(run_record(summary, settings.model_dump(mode="json")), settings.runs_dir)
+    publish_summary(summary, path)
+    return summary
+
+
+Plan = list[tuple[str, str, tuple[str, ...]]]  # (section title, query, documents searched)
+
+
+def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | None) -> Plan:
+    return [(t.title, combine(focus, t), t.document_ids) for t in find_topics(store, document_ids)]
+
+
+def retrieved_parts(plan: Plan, store, embedder, reranker, synthesizer, settings: Settings) -> list[SummaryPart]:
+    """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation."""
+    titles, queries, scopes = (list(column) for column in zip(*plan, strict=True)) if plan else ([], [], [])
+    candidates = retrieve_candidates.map(queries, unmapped(store), unmapped(embedder), scopes, settings.candidates)
+    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.evidence)
+    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer))
+    return [
+        SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)
+    ]
+
+
+def every_section(store, document_ids: tuple[str, ...], synthesizer, embedder) -> list[SummaryPart]:
+    """Exhaustive: map-reduce over every chunk, one part per top-level section."""
+    grouped = section_evidence(store, document_ids)
+    futures = summarize_section.map(list(grouped), list(grouped.values()), unmapped(synthesizer), unmapped(embedder))
+    return [
+        SummaryPart(f.result(), title, tuple(e.candidate for e in grouped[title]))
+        for title, f in zip(grouped, futures, strict=True)
+    ]
+
+
+def publish_summary(summary: Summary, record_path) -> None:
+    create_markdown_artifact(
+        summary.markdown(links=True) + f"\nRun record: `{record_path}`\n",
+        key="citesum-summary",
+        description="The summary, every sentence cited",
+    )
+    create_table_artifact(
+        [{"metric": k, "value": v} for k, v in summary.metrics.items()],
+        key="citesum-summary-metrics",
+        description="Coverage and citation rate",
+    )
+    create_table_artifact(candidate_rows(summary), key="citesum-summary-candidates", description="Retrieval candidates")
+    create_table_artifact(evidence_rows(summary), key="citesum-summary-evidence", description="Selected evidence")
+
+
+def run_summarize(question: str | None, documents: list[str] | None, mode: str, synth: str, settings: Settings):
+    """Run the flow; returns its final state (the summary, or the error)."""
+    return summarize(question, documents, mode, synth, settings, return_state=True)

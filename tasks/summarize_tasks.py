@@ -1,0 +1,154 @@
+"""Prefect tasks of the summarization flow, and the plain choices they rest on.
+
+Mode and synthesizer are chosen here, each with the reason the output reports.
+LLM-backed tasks carry the tag ``LLM_TAG``, whose concurrency limit the flow creates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from prefect import get_client, task
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import ObjectNotFound
+
+from tasks import mapreduce
+from tasks.compose import Section, write_section
+from tasks.embed import Embedder
+from tasks.errors import ConfigurationError
+from tasks.evidence import Candidate, Evidence
+from tasks.extractive import ExtractiveSynthesizer
+from tasks.ingest_tasks import retry_transient
+from tasks.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
+from tasks.rerank import Reranker
+from tasks.retrieve import candidate_of, document_filter, retrieve
+from tasks.settings import Settings
+from tasks.store import LanceStore
+from tasks.synthesize import Synthesizer
+from tasks.topics import Topic, document_titles, sections, top_section, topics_from_clusters, topics_from_headings
+
+MODES = ("auto", "query", "topics", "exhaustive")
+SYNTHESIZERS = ("auto", "ollama", "extractive")
+LLM_TAG = "citesum-llm"
+LLM_CONCURRENCY = 2  # Ollama serves requests mostly one at a time; more would only queue there
+
+# Requests that need every section considered, not the most relevant passages.
+_EVERY = re.compile(
+    r"\b(every|each|all|entire|whole|complete|comprehensive|exhaustive|full list|list of all)\b", re.IGNORECASE
+)
+
+SYNTH_TASK = dict(
+    cache_policy=NO_CACHE, persist_result=False, retries=1, retry_delay_seconds=5, retry_condition_fn=retry_transient
+)
+
+
+def choose_mode(question: str | None, mode: str) -> tuple[str, str]:
+    """The mode that runs, and why (reported with the summary)."""
+    if mode not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if mode != "auto":
+        return mode, "chosen"
+    if not question or not question.strip():
+        return "topics", "no question: a brief of the documents' topics"
+    if match := _EVERY.search(question):
+        return "exhaustive", f"the request asks for {match.group(0).lower()!r}: every chunk is read"
+    return "query", "a question: the passages most relevant to it"
+
+
+def choose_synthesizer(choice: str, settings: Settings, embedder: Embedder) -> tuple[Synthesizer, str]:
+    """Ollama when chosen or reachable; otherwise the extractive synthesizer, saying why."""
+    if choice not in SYNTHESIZERS:
+        raise ConfigurationError(f"unknown synthesizer {choice!r}; choose one of {', '.join(SYNTHESIZERS)}")
+    extractive = ExtractiveSynthesizer(embedder)
+    if choice == "extractive":
+        return extractive, "chosen"
+    problem = probe_ollama(settings.ollama_host, settings.ollama_model)
+    if problem is None:
+        return OllamaSynthesizer.from_settings(settings), f"Ollama at {resolve_ollama_host(settings.ollama_host)}"
+    if choice == "ollama":
+        raise ConfigurationError(f"{problem}; use --synth extractive or start Ollama")
+    return extractive, f"{problem}: extractive synthesis"
+
+
+def resolve_documents(store: LanceStore, requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The chosen documents (all stored ones by default); an unknown id is an error naming it."""
+    stored = store.documents()
+    if not stored:
+        raise ConfigurationError(f"the store at {store.uri} holds no documents: run `citesum ingest` first")
+    if not requested:
+        return tuple(sorted(stored))
+    unknown = [d for d in requested if d not in stored]
+    if unknown:
+        raise ConfigurationError(f"not in the store: {', '.join(unknown)} (see `citesum status`)")
+    return tuple(dict.fromkeys(requested))
+
+
+def chunk_rows(store: LanceStore, document_ids: Sequence[str], *, vectors: bool = False) -> list[dict]:
+    columns = ["chunk_id", "document_id", "version", "source", "page_start", "page_end", "heading", "text", "ordinal"]
+    rows = store.chunk_rows(document_filter(document_ids), columns + (["vector"] if vectors else []))
+    return sorted(rows, key=lambda r: (r["document_id"], r["ordinal"]))
+
+
+def combine(focus: str | None, topic: Topic) -> str:
+    return f"{focus}: {topic.query}" if focus else topic.query
+
+
+@task(name="find-topics", cache_policy=NO_CACHE)
+def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]:
+    """Topics from headings when the documents have enough sections, else from clusters."""
+    rows = chunk_rows(store, document_ids, vectors=True)
+    topics = topics_from_headings(rows)
+    if topics:
+        return topics
+    vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
+    return topics_from_clusters(rows, vectors)
+
+
+@task(name="retrieve", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_transient)
+def retrieve_candidates(
+    query: str, store: LanceStore, embedder: Embedder, document_ids: tuple[str, ...], k: int
+) -> list[Candidate]:
+    return retrieve(store, embedder, query, k=k, document_ids=document_ids)
+
+
+@task(name="rerank", cache_policy=NO_CACHE)
+def select_evidence(query: str, candidates: list[Candidate], reranker: Reranker, k: int) -> list[Evidence]:
+    return reranker.rerank(query, candidates, k)
+
+
+@task(name="synthesize", tags=[LLM_TAG], **SYNTH_TASK)
+def write_part(title: str, query: str, evidence: list[Evidence], synthesizer: Synthesizer) -> Section:
+    return write_section(title, query, evidence, synthesizer)
+
+
+def section_evidence(store: LanceStore, document_ids: tuple[str, ...]) -> dict[str, list[Evidence]]:
+    """Every chunk of the documents as evidence, grouped by top-level section in document order."""
+    rows = chunk_rows(store, document_ids)
+    titles = document_titles(rows)
+    grouped: dict[str, list[Evidence]] = {}
+    for key, _ in sections(rows):
+        grouped[_section_title(key, len(document_ids))] = []
+    for position, row in enumerate(rows, 1):
+        group = grouped[_section_title(top_section(row, titles), len(document_ids))]
+        group.append(Evidence(f"c{len(group) + 1}", candidate_of(row, position, 0.0, None, None), 0.0))
+    return grouped
+
+
+def _section_title(key, documents: int) -> str:
+    return f"{key.document_id}: {key.title}" if documents > 1 else key.title
+
+
+@task(name="summarize-section", tags=[LLM_TAG], **SYNTH_TASK)
+def summarize_section(title: str, evidence: list[Evidence], synthesizer: Synthesizer, embedder: Embedder) -> Section:
+    return mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens)
+
+
+def ensure_llm_limit() -> None:
+    """A tag concurrency limit on LLM tasks, created if missing (a limit set by the user is kept)."""
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_concurrency_limit_by_tag(LLM_TAG)
+        except ObjectNotFound:
+            client.create_concurrency_limit(tag=LLM_TAG, concurrency_limit=LLM_CONCURRENCY)

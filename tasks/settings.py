@@ -87,6 +87,33 @@ class Settings(BaseSettings):
         Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
     )
 
+    # -- maintenance -----------------------------------------------------------
+    version_retention_hours: float = Field(
+        24.0,
+        ge=0,
+        description=(
+            "`citesum maintain` removes table versions older than this; a reader still on a removed version "
+            "fails, so keep it above the longest read. `citesum forget --purge` removes all old versions."
+        ),
+    )
+    vector_index_min_rows: int = Field(
+        50_000,
+        ge=1,
+        description=(
+            "`citesum maintain` builds a vector index (IVF_PQ, cosine) once the chunks table holds this many rows; "
+            "below it exact search is fast enough and an index would index almost nothing."
+        ),
+    )
+    vector_index_rebuild_share: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description=(
+            "`citesum maintain` retrains the vector index when at least this share of chunks was written after it "
+            "was built; below it new rows are folded into the existing partitions without retraining."
+        ),
+    )
+
     # -- running as a service (citesum serve / citesum watch) -------------------
     inbox: Path = Field(
         Path("data/inbox"),

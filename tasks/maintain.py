@@ -1,0 +1,287 @@
+"""Store maintenance and erasure: plain functions, their records and reports, and the Prefect tasks.
+
+Maintenance compacts both tables, folds new rows into the indexes (FTS, BTREE and, past a size, the vector
+index), and removes old table versions. Erasure removes one document; a purge also rewrites what is left and
+removes every older version, so the document's text is gone from disk. Both write: their tasks hold the
+writer limit ingestion holds, and retry only what may pass (a lost commit race, see ``store.is_commit_conflict``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from lancedb.index import IvfPq
+from prefect import get_run_logger, task
+from prefect.concurrency.sync import concurrency
+
+from tasks.errors import ConfigurationError
+from tasks.ingest_tasks import STEP, WRITER_LIMIT
+from tasks.settings import Settings
+from tasks.store import CHUNKS, LanceStore, TableState
+
+VectorAction = Literal["none", "build", "rebuild", "fold"]
+
+
+@dataclass(frozen=True)
+class VectorIndexPlan:
+    action: VectorAction  # none: exact search; build/rebuild: (re)train; fold: optimize adds new rows to it
+    reason: str
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    db: str
+    before: tuple[TableState, ...]
+    after: tuple[TableState, ...]
+    vector_index: VectorIndexPlan
+    keep_versions_hours: float
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {
+            "db": self.db,
+            "tables": [table_change(b, a) for b, a in paired(self.before, self.after)],
+            "vector_index": asdict(self.vector_index),
+            "keep_versions_hours": self.keep_versions_hours,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What ``forget`` removed: identifiers and counts only, never text."""
+
+    document_id: str
+    version: str  # "" when only chunks were stored (a write interrupted before its record)
+    chunks: int
+    db: str
+    erased_at: str = ""
+    purged: bool = False
+    before: tuple[TableState, ...] = field(default=())  # table states around a purge
+    after: tuple[TableState, ...] = field(default=())
+
+    def to_json(self) -> dict:
+        return {
+            "document_id": self.document_id,
+            "version": self.version,
+            "chunks": self.chunks,
+            "db": self.db,
+            "erased_at": self.erased_at,
+            "purged": self.purged,
+            "tables": [table_change(b, a) for b, a in paired(self.before, self.after)],
+        }
+
+
+# -- decisions ------------------------------------------------------------------------
+
+
+def plan_vector_index(rows: int, index_present: bool, written_since_built: int, settings: Settings) -> VectorIndexPlan:
+    """Whether maintenance builds, retrains or only refreshes the vector index.
+
+    Rows added to an index are assigned to the partitions it was trained on; once many chunks were
+    written after training, its partitions and codebooks no longer fit the data and it is retrained.
+    """
+    least, share_limit = settings.vector_index_min_rows, settings.vector_index_rebuild_share
+    if not index_present:
+        if rows < least:
+            return VectorIndexPlan("none", f"{rows:,} chunks, below {least:,}: exact search is used")
+        return VectorIndexPlan("build", f"{rows:,} chunks, at least {least:,}")
+    share = written_since_built / rows if rows else 0.0
+    if share >= share_limit:
+        return VectorIndexPlan("rebuild", f"{share:.0%} of {rows:,} chunks written since it was built")
+    return VectorIndexPlan("fold", f"new rows folded in; {share:.0%} of {rows:,} chunks written since it was built")
+
+
+def vector_index_config() -> IvfPq:
+    """IVF_PQ with cosine distance (the vectors are normalised), LanceDB's default partitioning.
+
+    48 sub-vectors of 8 dimensions (LanceDB's default is 24 of 16): finer codes for a 384-dimension model.
+    Searches re-rank the candidates by exact distance (``store.VECTOR_REFINE_FACTOR``); README, Operations.
+    """
+    return IvfPq(distance_type="cosine", num_sub_vectors=48)
+
+
+def chunk_state(states: tuple[TableState, ...]) -> TableState | None:
+    return next((s for s in states if s.name == CHUNKS), None)
+
+
+# -- plain operations -------------------------------------------------------------------
+
+
+def vector_index_plan(store: LanceStore, states: tuple[TableState, ...], settings: Settings) -> VectorIndexPlan:
+    chunks = chunk_state(states)
+    index = chunks.index("vector") if chunks else None
+    written = store.chunks_written_since(index.created_at) if index and index.created_at else 0
+    return plan_vector_index(chunks.rows if chunks else 0, index is not None, written, settings)
+
+
+def find_document(store: LanceStore, document_id: str) -> Erasure:
+    """What is stored of a document; a ConfigurationError (exit 2) if nothing is."""
+    record = store.documents().get(document_id)
+    chunks = store.chunk_count(document_id)
+    if record is None and chunks == 0:
+        raise ConfigurationError(
+            f"no document {document_id!r} is stored in {store.uri}; `citesum status` lists the stored documents"
+        )
+    return Erasure(document_id, record.version if record else "", chunks, store.uri)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# -- reports ------------------------------------------------------------------------------
+
+
+def paired(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> list[tuple[TableState, TableState]]:
+    later = {s.name: s for s in after}
+    return [(b, later[b.name]) for b in before if b.name in later]
+
+
+def table_change(before: TableState, after: TableState) -> dict:
+    return {
+        "table": before.name,
+        "rows": [before.rows, after.rows],
+        "versions": [before.versions, after.versions],
+        "fragments": [before.fragments, after.fragments],
+        "bytes": [before.bytes, after.bytes],
+        "indexes": [
+            {
+                "name": i.name,
+                "kind": i.kind,
+                "column": i.column,
+                "indexed": i.indexed_rows,
+                "unindexed": i.unindexed_rows,
+            }
+            for i in after.indexes
+        ],
+    }
+
+
+def size(value: int | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.1f} MB"
+
+
+def tables_markdown(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> list[str]:
+    lines = [
+        "| table | rows | versions on disk | fragments | size on disk |",
+        "|---|---|---|---|---|",
+    ]
+    for b, a in paired(before, after):
+        lines.append(
+            f"| {b.name} | {b.rows:,} -> {a.rows:,} | {b.versions} -> {a.versions} | {b.fragments} -> {a.fragments} "
+            f"| {size(b.bytes)} -> {size(a.bytes)} |"
+        )
+    lines += ["", "| table | index | type | column | indexed rows | unindexed rows |", "|---|---|---|---|---|---|"]
+    for state in after:
+        for i in state.indexes:
+            lines.append(
+                f"| {state.name} | {i.name} | {i.kind} | {i.column} | {i.indexed_rows:,} | {i.unindexed_rows:,} |"
+            )
+    return lines
+
+
+def maintenance_markdown(report: MaintenanceReport) -> str:
+    plan = report.vector_index
+    return "\n".join(
+        [
+            f"# citesum maintain: {report.db}",
+            "",
+            f"Compacted both tables, folded new rows into their indexes and removed versions older than "
+            f"{report.keep_versions_hours:g} h, in {report.seconds:.1f} s.",
+            f"Vector index: **{plan.action}** ({plan.reason}).",
+            "",
+            *tables_markdown(report.before, report.after),
+        ]
+    )
+
+
+def erasure_markdown(erasure: Erasure) -> str:
+    lines = [
+        f"# citesum forget: {erasure.document_id}",
+        "",
+        f"Erased document `{erasure.document_id}` (version `{erasure.version or 'none recorded'}`, "
+        f"{erasure.chunks} chunks) from {erasure.db} at {erasure.erased_at}.",
+    ]
+    if erasure.purged:
+        lines += ["Purged: every row rewritten, indexes rebuilt, all older versions removed.", ""]
+        lines += tables_markdown(erasure.before, erasure.after)
+    else:
+        lines.append(
+            "Not purged: the text is no longer retrievable, but stays in the table files (older versions, and "
+            "data files compaction leaves alone while few of their rows are deleted)."
+        )
+    return "\n".join(lines)
+
+
+def erasure_log_line(erasure: Erasure) -> str:
+    """The log line of an erasure: identifiers, counts and time, never the content."""
+    return (
+        f"erased document {erasure.document_id!r} version {erasure.version or '-'}: "
+        f"{erasure.chunks} chunks, at {erasure.erased_at}"
+    )
+
+
+def purge_log_line(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> str:
+    changes = [
+        f"{b.name} {b.versions} -> {a.versions} versions, {size(b.bytes)} -> {size(a.bytes)}"
+        for b, a in paired(before, after)
+    ]
+    return "purged older versions: " + "; ".join(changes)
+
+
+# -- Prefect tasks -----------------------------------------------------------------------
+
+
+@task(name="describe-store", **STEP)
+def describe_store(store: LanceStore) -> tuple[TableState, ...]:
+    return store.table_states()
+
+
+@task(name="plan-vector-index", **STEP)
+def plan_vector_index_task(store: LanceStore, states: tuple[TableState, ...], settings: Settings) -> VectorIndexPlan:
+    return vector_index_plan(store, states, settings)
+
+
+@task(name="compact", **STEP)
+def compact(store: LanceStore, keep_versions: timedelta) -> None:
+    """Compaction, index refresh and version cleanup; writers wait, so it never races them."""
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        store.compact(keep_versions)
+
+
+@task(name="build-vector-index", **STEP)
+def build_vector_index(store: LanceStore) -> float:
+    started = time.perf_counter()
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        store.build_vector_index(vector_index_config())
+    return time.perf_counter() - started
+
+
+@task(name="find-document", **STEP)
+def find_document_task(store: LanceStore, document_id: str) -> Erasure:
+    return find_document(store, document_id)
+
+
+@task(name="erase", **STEP)
+def erase(store: LanceStore, target: Erasure) -> Erasure:
+    """Delete the document's chunks and record; a retry after a partial delete finishes it."""
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        store.delete_document(target.document_id)
+    erased = Erasure(target.document_id, target.version, target.chunks, target.db, erased_at=now())
+    get_run_logger().info(erasure_log_line(erased))
+    return erased
+
+
+@task(name="purge", **STEP)
+def purge(store: LanceStore) -> tuple[tuple[TableState, ...], tuple[TableState, ...]]:
+    """Rewrite, reindex and drop every older version: deleted text leaves the disk."""
+    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+        before = store.table_states()
+        store.purge()
+        after = store.table_states()
+    get_run_logger().info(purge_log_line(before, after))
+    return before, after

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from tasks.embed import resolve_model_path
@@ -53,7 +54,7 @@ def test_evidence_is_a_labelled_subset_of_the_candidates(reranker, embedder):
     assert all(e.candidate in candidates for e in evidence)
     assert len({e.chunk_id for e in evidence}) == 3
     assert {e.candidate.text for e in evidence[:2]} == set(TEXTS[:2])  # the two about capital expenditure
-    assert set(evidence[0].signals) == {"dense", "sentence", "lexical", "heading", "fusion"}
+    assert set(evidence[0].signals) == {"dense", "lexical", "heading", "fusion"}  # sentence is off by default
 
 
 def test_fewer_candidates_than_asked_and_none(reranker, embedder):
@@ -113,10 +114,11 @@ def test_mmr_prefers_a_different_relevant_chunk_over_a_paraphrase(embedder):
     ]
     other = "Capital expenditure is expected to be lower in 2019 as the plant programme ends."
     candidates = candidates_of(embedder, [*paraphrases, other, *TEXTS[2:]])
+    relevance = np.array([1.0, 0.95, 0.9, 0.85] + [0.1] * len(TEXTS[2:]))  # as if scored so
     plain = LocalReranker(embedder, LocalWeights(mmr_lambda=1.0, duplicate_jaccard=1.01))
     diverse = LocalReranker(embedder, LocalWeights(mmr_lambda=0.5, duplicate_jaccard=1.01))
-    assert other not in [e.candidate.text for e in plain.rerank(QUESTION, candidates, 2)]
-    assert other in [e.candidate.text for e in diverse.rerank(QUESTION, candidates, 2)]
+    assert plain.select(candidates, relevance, 2) == [0, 1]
+    assert diverse.select(candidates, relevance, 2) == [0, 3]  # the paraphrase is redundant with the first
 
 
 def test_sentence_embedding_is_bounded_to_the_pool(embedder):
@@ -132,12 +134,13 @@ def test_sentence_embedding_is_bounded_to_the_pool(embedder):
             calls.append(len(texts))
             return embedder.embed(texts)
 
-    reranker = LocalReranker(Counting(), LocalWeights(sentence_pool=3))
+    reranker = LocalReranker(Counting(), LocalWeights(sentence=1.0, sentence_pool=3))
     candidates = candidates_of(embedder, TEXTS)
-    reranker.rerank(QUESTION, candidates, 4)
+    evidence = reranker.rerank(QUESTION, candidates, 4)
+    assert "sentence" in evidence[0].signals
     assert calls[0] == 1 and len(calls) == 1 + 3  # the question, then three chunks' sentences
     reranker.rerank(QUESTION, candidates, 4)
-    assert len(calls) == 4 + 1  # sentence vectors are cached by text: only the question again
+    assert len(calls) == 4  # question and sentence vectors are remembered: no model call at all
 
 
 def test_load_reranker_local_and_missing_cross_encoder(embedder, tmp_path):

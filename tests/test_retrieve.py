@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tasks.records import Chunk, DocumentRecord
-from tasks.retrieve import dense_candidates, document_filter, keyword_query, retrieve
+from tasks.retrieve import (
+    RRF_CONSTANT,
+    dense_candidates,
+    document_filter,
+    embed_queries,
+    fuse,
+    keyword_query,
+    query_views,
+    retrieve,
+)
 from tasks.store import LanceStore
 
 FILLER = [
@@ -52,7 +62,7 @@ def test_retrieval_across_documents_when_none_is_chosen(store, embedder):
 def test_candidates_carry_ranks_scores_and_vectors(store, embedder):
     found = retrieve(store, embedder, "goodwill impairment test", k=5, document_ids=["a.pdf"])
     assert [c.rank for c in found] == [1, 2, 3, 4, 5]
-    assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
+    assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))  # one chunk per page here
     assert found[0].text == FILLER[7] and found[0].dense_rank == 1 and found[0].lexical_rank == 1
     assert all(c.vector is not None and c.vector.shape == (embedder.dimension,) for c in found)
 
@@ -102,3 +112,87 @@ def test_dense_candidates_are_plain_vector_search(store, embedder):
     found = dense_candidates(store, vector, k=3, document_ids=["a.pdf"])
     assert [c.dense_rank for c in found] == [1, 2, 3] and all(c.lexical_rank is None for c in found)
     assert found[0].text == FILLER[6]
+
+
+def row(chunk: str, page: int, doc: str = "a.pdf") -> dict:
+    return {
+        "chunk_id": chunk,
+        "document_id": doc,
+        "version": "v1",
+        "source": doc,
+        "page_start": page,
+        "page_end": page,
+        "heading": "",
+        "text": chunk,
+        "ordinal": 0,
+        "vector": np.zeros(3, np.float32),
+    }
+
+
+def test_fusion_adds_reciprocal_ranks_over_every_list():
+    a, b, c, d = row("a", 1), row("b", 2), row("c", 3), row("d", 4)
+    found = fuse([[a, b, c], [b, a]], [c, d], k=10)
+    by_id = {x.chunk_id: x for x in found}
+    assert by_id["a"].score == pytest.approx(1 / (RRF_CONSTANT + 1) + 1 / (RRF_CONSTANT + 2))
+    assert by_id["c"].score == pytest.approx(1 / (RRF_CONSTANT + 3) + 1 / (RRF_CONSTANT + 1))
+    assert [x.chunk_id for x in found] == ["a", "b", "c", "d"]  # a and b tie: a was seen first
+    assert (by_id["a"].dense_rank, by_id["a"].lexical_rank) == (1, None)  # best rank over dense views
+    assert (by_id["b"].dense_rank, by_id["c"].lexical_rank, by_id["d"].dense_rank) == (1, 1, None)
+    assert [x.rank for x in found] == [1, 2, 3, 4]
+    assert [x.chunk_id for x in fuse([[a, b, c]], [], k=2)] == ["a", "b"]
+
+
+def test_fusion_spreads_candidates_over_pages_before_repeating_one():
+    p1a, p1b, p1c, p2, p3 = row("p1a", 1), row("p1b", 1), row("p1c", 1), row("p2", 2), row("p3", 3)
+    found = fuse([[p1a, p1b, p1c, p2, p3]], [], k=5)
+    assert [x.chunk_id for x in found] == ["p1a", "p2", "p3", "p1b", "p1c"]  # nothing dropped
+    assert [x.chunk_id for x in fuse([[p1a, p1b, p1c, p2, p3]], [], k=3)] == ["p1a", "p2", "p3"]
+    same_page_other_doc = row("b1", 1, doc="b.pdf")
+    assert [x.chunk_id for x in fuse([[p1a, p1b, same_page_other_doc]], [], k=2)] == ["p1a", "b1"]
+
+
+def test_query_views_separate_the_topics_of_a_long_question():
+    views = query_views("What was FY2019 revenue? Use the income statement and the cash flow statement.")
+    assert views.dense == (
+        "What was FY2019 revenue? Use the income statement and the cash flow statement.",
+        "FY2019 FY 2019 revenue income statement cash flow",
+        "FY2019 FY 2019 revenue",
+        "income statement cash flow",
+    )
+    assert views.lexical == "FY2019 FY 2019 revenue income statement cash flow"
+    assert query_views("Who audits the accounts?").dense == ("Who audits the accounts?", "audits accounts")
+
+
+def test_query_vectors_are_embedded_once(embedder):
+    calls: list[list[str]] = []
+
+    class Counting:
+        name, dimension = embedder.name, embedder.dimension
+
+        def embed(self, texts):
+            calls.append(list(texts))
+            return embedder.embed(texts)
+
+    counting = Counting()
+    first = embed_queries(counting, ["revenue", "dividend", "revenue"])
+    again = embed_queries(counting, ["dividend", "goodwill"])
+    assert calls == [["revenue", "dividend"], ["goodwill"]]
+    assert np.allclose(first[1], again[0]) and np.allclose(first[0], first[2])
+    assert np.allclose(first[0], embedder.embed(["revenue"])[0], atol=1e-5)
+
+
+def test_query_embedding_restores_torch_threads(embedder):
+    import torch
+
+    before = torch.get_num_threads()
+    seen = []
+
+    class Watching:
+        name, dimension = embedder.name, embedder.dimension
+
+        def embed(self, texts):
+            seen.append(torch.get_num_threads())
+            return embedder.embed(texts)
+
+    embed_queries(Watching(), ["net sales by segment"])
+    assert seen == [1] and torch.get_num_threads() == before

@@ -108,6 +108,42 @@ def status(db: DbOption = None, json_output: JsonOption = False):
 
 
 @app.command()
+def forget(
+    document_id: Annotated[str, typer.Argument(help="Stored document id (a path relative to the corpus).")],
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Also rewrite the store and remove all older versions: text leaves disk.")
+    ] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+):
+    """Remove a document's chunks and record; with --purge, its text is gone from disk too."""
+    from flows.maintain import run_forget
+
+    settings = make_settings(db=db)
+    erasure = outcome(run_forget(document_id, purge, settings), "forget")  # exit 2 for an id not stored
+    if json_output:
+        print(json.dumps(erasure.to_json(), indent=2))
+        return
+    note = "purged from disk" if erasure.purged else "not retrievable, but its text stays in the files until a purge"
+    summary = f"erased {erasure.document_id} (version {erasure.version[:12] or '-'}, {erasure.chunks} chunks): {note}"
+    out.print(summary, highlight=False, markup=False)
+
+
+@app.command()
+def maintain(db: DbOption = None, json_output: JsonOption = False):
+    """Compact the store, refresh its indexes, remove old versions; build the vector index when it is large."""
+    from flows.maintain import run_maintain
+    from tasks.maintain import maintenance_markdown
+
+    settings = make_settings(db=db)
+    report = outcome(run_maintain(settings), "maintenance")
+    if json_output:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        out.print(maintenance_markdown(report), highlight=False, markup=False)
+
+
+@app.command()
 def summarize(
     question: Annotated[str | None, typer.Argument(help="What to summarize; none for a brief by topic.")] = None,
     doc: Annotated[list[str] | None, typer.Option("--doc", help="Document id to summarize (repeatable).")] = None,

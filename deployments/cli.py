@@ -126,7 +126,7 @@ def forget(
         return
     note = "purged from disk" if erasure.purged else "not retrievable, but its text stays in the files until a purge"
     summary = f"erased {erasure.document_id} (version {erasure.version[:12] or '-'}, {erasure.chunks} chunks): {note}"
-    out.print(summary, highlight=False, markup=False)
+    out.print(summary, highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -140,7 +140,7 @@ def maintain(db: DbOption = None, json_output: JsonOption = False):
     if json_output:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        out.print(maintenance_markdown(report), highlight=False, markup=False)
+        out.print(maintenance_markdown(report), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -162,7 +162,9 @@ def table_change(before: TableState, after: TableState) -> dict:
 
 
 def size(value: int | None) -> str:
-    return "-" if value is None else f"{value / 1e6:,.1f} MB"
+    if value is None:
+        return "-"
+    return f"{value / 1e6:,.1f} MB" if value >= 1e6 else f"{value / 1e3:,.1f} kB"
 
 
 def tables_markdown(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> list[str]:

@@ -14,7 +14,8 @@ Each question is answered from its own document(s) only. What is measured:
   document(s), scored as evidence hit@N and hit@50;
 - latency per question: embedding the question, hybrid retrieval and reranking (median, p90).
 
-Questions without evidence (unanswerable) are excluded from every hit metric and counted apart.
+Questions without evidence pages (unanswerable, or a rare row that names a document but no page) are
+excluded from every hit metric and counted apart as ``unanswerable``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class Question:
 
     @property
     def answerable(self) -> bool:
-        return bool(self.evidence)
+        """Has evidence pages to score against (an MMLongBench row names a document but no page)."""
+        return bool(self.pages)
 
     @property
     def pages(self) -> frozenset[tuple[str, int]]:

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -139,6 +140,9 @@ def query_views(question: str) -> QueryViews:
 
 _QUERY_VECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 QUERY_CACHE_SIZE = 256
+# Retrieval tasks are mapped over threads: the cache and torch's thread setting are shared state.
+_QUERY_LOCK = threading.Lock()
+_TORCH_THREADS_LOCK = threading.Lock()
 
 
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -147,20 +151,23 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     Retrieval and the reranker both need the question's vector, and on a busy 2-core machine one
     model call can cost a large share of the latency budget; one call serves both.
     """
-    try:
-        cache = _QUERY_VECTORS.setdefault(embedder, OrderedDict())
-    except TypeError:  # an embedder that cannot be weakly referenced is simply not cached
-        return embedder.embed(list(texts))
-    missing = [t for t in dict.fromkeys(texts) if t not in cache]
-    if missing:
-        with one_torch_thread():
-            vectors = embedder.embed(missing)
-        cache.update(zip(missing, vectors, strict=True))
-    for text in texts:
-        cache.move_to_end(text)
-    while len(cache) > QUERY_CACHE_SIZE:
-        cache.popitem(last=False)
-    return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, embedder.dimension), np.float32)
+    if not texts:
+        return np.zeros((0, embedder.dimension), np.float32)
+    with _QUERY_LOCK:
+        try:
+            cache = _QUERY_VECTORS.setdefault(embedder, OrderedDict())
+        except TypeError:  # an embedder that cannot be weakly referenced is simply not cached
+            cache = OrderedDict()
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            with one_torch_thread():
+                cache.update(zip(missing, embedder.embed(missing), strict=True))
+        vectors = np.stack([cache[t] for t in texts])
+        for text in texts:
+            cache.move_to_end(text)
+        while len(cache) > QUERY_CACHE_SIZE:
+            cache.popitem(last=False)
+    return vectors
 
 
 @contextmanager
@@ -170,18 +177,20 @@ def one_torch_thread() -> Iterator[None]:
     On this 2-core machine shared with other work, torch's two OpenMP threads wait on each other:
     three short queries took 0.75 s median with two threads and 0.08 s with one (load average 4).
     A query batch is too small to gain from a second thread anyway. torch is only touched if the
-    embedder already imported it.
+    embedder already imported it. The setting is process-wide: an ingestion batch embedded in
+    another thread at that moment runs on one thread too, slower but correct.
     """
     torch = sys.modules.get("torch")
     if torch is None:
         yield
         return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    with _TORCH_THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def pool_depth(k: int) -> int:
@@ -265,6 +274,8 @@ def page_round_robin(ranked: Sequence[_Fused]) -> list[_Fused]:
 
 
 def candidate_of(row: dict, rank: int, score: float, dense_rank: int | None, lexical_rank: int | None) -> Candidate:
+    """A stored chunk row as a candidate; a row read without its vector gives a candidate without one."""
+    vector = row.get("vector")
     return Candidate(
         chunk_id=row["chunk_id"],
         document_id=row["document_id"],
@@ -279,5 +290,5 @@ def candidate_of(row: dict, rank: int, score: float, dense_rank: int | None, lex
         score=score,
         dense_rank=dense_rank,
         lexical_rank=lexical_rank,
-        vector=np.asarray(row["vector"], np.float32),
+        vector=None if vector is None else np.asarray(vector, np.float32),
     )

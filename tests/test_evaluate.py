@@ -157,9 +157,11 @@ def test_evaluate_on_a_hand_made_question_set(tmp_path, store, embedder):
             ask("q2", PAGES[8], [8, 99]),  # page 99 has no chunk: half the pages can be covered
             ask("q3", "Where is the head office?", [99], kind="place"),  # nothing can be correct
             ask("q4", "Unanswerable?", None, kind="place"),
+            ask("q5", "When was it published?", [], answer="2007", kind="place"),  # a document but no page
         ],
     )
-    assert [q.answerable for q in questions] == [True, True, True, False]
+    assert [q.answerable for q in questions] == [True, True, True, False, False]
+    assert questions[4].documents == ("a.pdf",) and questions[3].documents == ()
     reranker = ReversedFirstK()
     settings = Settings(candidates=5, evidence=2)
 
@@ -167,7 +169,7 @@ def test_evaluate_on_a_hand_made_question_set(tmp_path, store, embedder):
     figures = report.to_json()
 
     assert reranker.calls == [(q.question, 2) for q in questions]
-    assert figures["questions"] == 4 and figures["unanswerable"] == 1
+    assert figures["questions"] == 5 and figures["unanswerable"] == 2
     # q1 and q2 are hit at fused rank 1; q3 never: 2 of 3 at every cutoff
     assert figures["candidates"] == {
         **{f"hit@{k}": pytest.approx(2 / 3) for k in (5, 10, 20, 50)},
@@ -178,10 +180,10 @@ def test_evaluate_on_a_hand_made_question_set(tmp_path, store, embedder):
     assert figures["mrr"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert figures["dense_baseline"] == {"hit@2": pytest.approx(2 / 3), "hit@50": pytest.approx(2 / 3)}
     assert figures["answer_in_evidence"] == pytest.approx(1 / 3)  # q1's "$1577.00" is "1,577" on page 4
-    assert figures["by_kind"]["place"]["questions"] == 2 and figures["by_kind"]["place"]["unanswerable"] == 1
+    assert figures["by_kind"]["place"]["questions"] == 3 and figures["by_kind"]["place"]["unanswerable"] == 2
     assert figures["by_kind"]["place"]["candidates"]["hit@5"] == 0.0
     assert figures["by_kind"]["metric"]["candidates"]["hit@5"] == 1.0
-    assert set(figures["by_source"]) == {"fb"} and figures["by_source"]["fb"]["questions"] == 4
+    assert set(figures["by_source"]) == {"fb"} and figures["by_source"]["fb"]["questions"] == 5
     assert figures["latency_s"]["median"] > 0 and figures["latency_s"]["p90"] >= figures["latency_s"]["median"]
     json.dumps(figures)  # serialisable as it is
 

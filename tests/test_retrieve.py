@@ -8,6 +8,7 @@ import pytest
 from tasks.records import Chunk, DocumentRecord
 from tasks.retrieve import (
     RRF_CONSTANT,
+    candidate_of,
     dense_candidates,
     document_filter,
     embed_queries,
@@ -196,3 +197,24 @@ def test_query_embedding_restores_torch_threads(embedder):
 
     embed_queries(Watching(), ["net sales by segment"])
     assert seen == [1] and torch.get_num_threads() == before
+
+
+def test_query_embedding_from_many_threads(embedder):
+    # retrieval tasks are mapped over a thread pool: the cache and the torch setting must hold up
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    before = torch.get_num_threads()
+    texts = [f"segment revenue note {i % 7}" for i in range(40)]
+    with ThreadPoolExecutor(8) as pool:
+        vectors = list(pool.map(lambda t: embed_queries(embedder, [t, "shared question"]), texts))
+    assert all(v.shape == (2, embedder.dimension) for v in vectors)
+    assert all(np.allclose(v[1], vectors[0][1]) for v in vectors)
+    assert torch.get_num_threads() == before
+
+
+def test_a_row_read_without_its_vector_is_a_candidate_without_one():
+    bare = {name: value for name, value in row("a", 3).items() if name != "vector"}
+    made = candidate_of(bare, 1, 0.0, None, None)
+    assert made.vector is None and made.page_start == 3 and made.chunk_id == "a"

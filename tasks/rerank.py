@@ -28,7 +28,12 @@ scored evidence hit@8; the round values kept lie in the region that also held on
 | the same with MMR lambda 0.5 | .69 | .82 |
 | fusion + sentence 0.5 | .69 | .86 |
 
-The retrieval rank carries most of the information; keyword coverage helps a little on both sets.
+Also tried, none better than the default on both sets: pseudo-relevance feedback (question vector
+moved towards the mean of the top 3-10 candidates; FB .76-.78, MMLB .84-.87), the best rank over the
+dense views or the BM25 rank as extra signals (.75-.78 / .84-.87), token-level MaxSim with the
+embedding model's token vectors over the top 20 (FB .73-.75; 1.7 s per question), the page's summed
+fusion score (no gain). The retrieval rank carries most of the information; keyword coverage helps a
+little on both sets.
 The best-sentence signal cost about 1.2 s per question here (pool of 8, load average 4) for no gain,
 so it is off.
 MMR at 0.9 costs one FinanceBench question against no MMR; it is kept so that the synthesizer is

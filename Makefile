@@ -24,6 +24,7 @@ corpus: setup
 
 demo: setup
 	$(BIN)/citesum ingest data/corpus
+	$(BIN)/citesum summarize "What are the termination obligations?"
 
 test: setup
 	$(BIN)/ruff check .

@@ -48,6 +48,8 @@ def choose_mode(question: str | None, mode: str) -> tuple[str, str]:
     """The mode that runs, and why (reported with the summary)."""
     if mode not in MODES:
         raise ConfigurationError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if mode == "query" and not (question and question.strip()):
+        raise ConfigurationError("query mode needs a question")
     if mode != "auto":
         return mode, "chosen"
     if not question or not question.strip():

@@ -217,8 +217,6 @@ def serve(
         deployments = serving.build_deployments(settings)
     except ValueError as exc:  # a bad cron expression or time zone
         fail(str(exc), 2)
-    for missing in serving.missing_deployments():
-        err.print(f"[yellow]not served:[/yellow] {missing}", highlight=False)
     serving.serve(settings, deployments, limit)
 
 

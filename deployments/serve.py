@@ -4,7 +4,7 @@
 - ``ingest/ingest-upload``: one file, started by the event ``citesum.document.uploaded`` that
   ``citesum watch`` emits; the file's path comes from the event's payload.
 - ``summarize/summarize``: on demand, with the flow's parameters (question, documents, mode, synth).
-- ``maintain/maintain``: weekly (``maintain_cron``), when ``flows/maintain.py`` is present.
+- ``maintain/maintain``: weekly (``maintain_cron``).
 
 Deployment parameters carry only what a run is asked to do (a path, a question). The flows build
 their ``Settings`` from the CITESUM_* environment of the process that runs them: ``serve`` exports
@@ -14,7 +14,6 @@ starts inherits. A worker started for ``prefect.yaml`` reads the worker's enviro
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -24,6 +23,7 @@ from prefect.schedules import Cron, Schedule
 
 from deployments.watch import EVENT
 from flows.ingest import ingest
+from flows.maintain import maintain as maintain_flow
 from flows.summarize import summarize
 from tasks.settings import Settings
 
@@ -33,10 +33,7 @@ LOCAL_PATHS = ("corpus", "inbox", "runs_dir", "passwords_file")
 
 def build_deployments(settings: Settings) -> list[RunnerDeployment]:
     """Every citesum deployment, with the schedules the settings ask for."""
-    deployments = [reindex(settings), ingest_upload(), summarize_on_demand()]
-    if (maintenance := maintain(settings)) is not None:
-        deployments.append(maintenance)
-    return deployments
+    return [reindex(settings), ingest_upload(), summarize_on_demand(), maintain(settings)]
 
 
 def reindex(settings: Settings) -> RunnerDeployment:
@@ -76,14 +73,8 @@ def summarize_on_demand() -> RunnerDeployment:
     )
 
 
-def maintain(settings: Settings) -> RunnerDeployment | None:
-    """The weekly maintenance deployment, once the ``maintain`` flow exists."""
-    # Hook: flows/maintain.py (flow "maintain") is written alongside this module; until it lands
-    # there is nothing to schedule, and `citesum serve` says so (see missing_deployments).
-    if importlib.util.find_spec("flows.maintain") is None:
-        return None
-    from flows.maintain import maintain as maintain_flow
-
+def maintain(settings: Settings) -> RunnerDeployment:
+    # One at a time: maintenance holds the writer limit for whole-table work.
     return maintain_flow.to_deployment(
         name="maintain",
         schedules=[schedule(settings.maintain_cron, settings.schedule_timezone)],
@@ -91,13 +82,6 @@ def maintain(settings: Settings) -> RunnerDeployment | None:
         description="Weekly store maintenance.",
         tags=TAGS,
     )
-
-
-def missing_deployments() -> list[str]:
-    """Deployments that cannot be served yet, with the reason."""
-    if importlib.util.find_spec("flows.maintain") is None:
-        return ["maintain/maintain: flows/maintain.py does not exist yet"]
-    return []
 
 
 def schedule(cron: str, timezone: str) -> Schedule:

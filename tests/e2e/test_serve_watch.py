@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prefect import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -211,13 +212,21 @@ def report_artifact(client, flow_run_id) -> bool:
 def test_deployments_carry_only_run_parameters(tmp_path):
     settings = Settings(reindex_cron="30 1 * * *", schedule_timezone="Europe/Paris")
     by_name = {d.name: d for d in build_deployments(settings)}
-    assert {"reindex", "ingest-upload", "summarize"} <= set(by_name)
+    assert set(by_name) == {"reindex", "ingest-upload", "summarize", "maintain"}
+    [weekly] = by_name["maintain"].schedules
+    assert weekly.schedule.cron == settings.maintain_cron
     [reindex] = by_name["reindex"].schedules
     assert (reindex.schedule.cron, reindex.schedule.timezone) == ("30 1 * * *", "Europe/Paris")
     [trigger] = by_name["ingest-upload"].triggers
     assert trigger.expect == {"citesum.document.uploaded"}
     assert trigger.parameters == {"path": "{{ event.payload.path }}"}
     assert all(d.parameters == {} for d in by_name.values())
+
+
+def test_prefect_yaml_declares_the_served_deployments():
+    declared = yaml.safe_load((Path(__file__).resolve().parents[2] / "prefect.yaml").read_text())["deployments"]
+    served = {(d.name, d.entrypoint) for d in build_deployments(Settings())}
+    assert {(d["name"], d["entrypoint"]) for d in declared} == served
 
 
 def test_runs_get_absolute_settings_from_the_environment(tmp_path, monkeypatch):

@@ -1,29 +1,55 @@
-"""Small builders for summarization records used across tests."""
+"""Small builders for summarization records and store files, shared by the tests."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from tasks.evidence import Candidate, Evidence
 
 
-def candidate(text: str, *, chunk_id: str, page: int = 1, heading: str = "", document_id: str = "doc.pdf") -> Candidate:
+def candidate(
+    text: str, *, chunk_id: str, document_id: str = "doc.pdf", pages: tuple[int, int] = (1, 1), heading: str = ""
+) -> Candidate:
     return Candidate(
         chunk_id=chunk_id,
         document_id=document_id,
         version="v1",
         source=f"/corpus/{document_id}",
-        page_start=page,
-        page_end=page,
+        page_start=pages[0],
+        page_end=pages[1],
         heading=heading,
         text=text,
-        ordinal=page,
-        rank=page,
+        ordinal=pages[0],
+        rank=pages[0],
         score=0.0,
     )
 
 
+def evidence_of(
+    label: str,
+    text: str,
+    *,
+    document_id: str = "doc.pdf",
+    pages: tuple[int, int] = (1, 1),
+    heading: str = "",
+    score: float = 1.0,
+) -> Evidence:
+    """One piece of evidence labelled ``label``; its chunk id is derived from the label."""
+    chunk = candidate(text, chunk_id=f"id-{label}", document_id=document_id, pages=pages, heading=heading)
+    return Evidence(label, chunk, score)
+
+
 def evidence(*texts: str, heading: str = "") -> list[Evidence]:
     """Evidence c1..cN, one chunk per text on pages 1..N."""
+    return [evidence_of(f"c{i}", t, pages=(i, i), heading=heading) for i, t in enumerate(texts, 1)]
+
+
+def files_holding(root: Path, needle: bytes) -> list[str]:
+    """Every file under ``root`` (data, deletion, index, manifest and transaction files) holding ``needle``."""
     return [
-        Evidence(f"c{i}", candidate(t, chunk_id=f"chunk-{i}", page=i, heading=heading), 1.0)
-        for i, t in enumerate(texts, 1)
+        os.path.relpath(os.path.join(folder, name), root)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if needle in Path(folder, name).read_bytes()
     ]

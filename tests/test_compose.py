@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 from tasks.compose import write_section
-from tasks.evidence import Candidate, CitedSentence, Draft, Evidence
+from tasks.evidence import CitedSentence, Draft, Evidence
 from tasks.ollama import OllamaSynthesizer
 from tasks.validate import LIMITED_COVERAGE, validate
 from tests.fake_ollama import MODEL, FakeOllama, Reply
+from tests.summary_fixtures import evidence_of
 
 NOTICE = "Either party may terminate this Agreement for convenience on ninety (90) days' written notice."
 FEES = "The Customer shall pay each invoice within thirty (30) days of receipt."
 
 
 def evidence(label: str, text: str, page: int) -> Evidence:
-    candidate = Candidate(
-        chunk_id=f"chunk-{label}",
-        document_id="services_agreement.pdf",
-        version="v1",
-        source="/corpus/services_agreement.pdf",
-        page_start=page,
-        page_end=page,
-        heading="12 Termination",
-        text=text,
-        ordinal=page,
-        rank=1,
-        score=1.0,
-    )
-    return Evidence(label, candidate, 1.0)
+    return evidence_of(label, text, document_id="services_agreement.pdf", pages=(page, page), heading="12 Termination")
 
 
 EVIDENCE = [evidence("c1", NOTICE, 5), evidence("c2", FEES, 3)]

@@ -25,6 +25,7 @@ from tasks.plan import plan_ingest
 from tasks.records import Chunk, DocumentRecord, SourceFile
 from tasks.settings import Settings
 from tasks.store import LanceStore, conflicts_are_transient, is_commit_conflict
+from tests.summary_fixtures import files_holding
 
 DIMENSION = 384
 MARKER = b"zanzibarquokka"
@@ -47,15 +48,6 @@ def store(tmp_path) -> LanceStore:
     s = LanceStore(str(tmp_path / "db"))
     s.check_model("test-model", DIMENSION)
     return s
-
-
-def files_holding(root: Path, needle: bytes) -> list[str]:
-    return [
-        os.path.relpath(os.path.join(folder, name), root)
-        for folder, _, names in os.walk(root)
-        for name in names
-        if needle in Path(folder, name).read_bytes()
-    ]
 
 
 def data_and_index_files(root: Path) -> set[str]:

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from tasks.errors import CitesumError, ConfigurationError, TransientError, is_retryable
-from tasks.evidence import Candidate, Evidence
+from tasks.evidence import Evidence
 from tasks.ollama import OllamaSynthesizer, parse_retry_after, probe_ollama, resolve_ollama_host
 from tasks.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN
 from tasks.synthesize import SynthesisRequest
 from tests.fake_ollama import MODEL, FakeOllama, Recorded, Reply
+from tests.summary_fixtures import evidence_of
 
 
 @pytest.fixture
@@ -38,20 +39,7 @@ def synthesizer(host: str, **kwargs: Any) -> OllamaSynthesizer:
 
 
 def evidence(label: str, text: str, heading: str = "12 Termination > 12.2 Notice") -> Evidence:
-    candidate = Candidate(
-        chunk_id=f"id-{label}",
-        document_id="contracts/lease.pdf",
-        version="v1",
-        source="/corpus/contracts/lease.pdf",
-        page_start=7,
-        page_end=8,
-        heading=heading,
-        text=text,
-        ordinal=3,
-        rank=1,
-        score=0.9,
-    )
-    return Evidence(label=label, candidate=candidate, score=0.8)
+    return evidence_of(label, text, document_id="contracts/lease.pdf", pages=(7, 8), heading=heading, score=0.8)
 
 
 def notice_request(text: str = "The tenant may terminate the lease with 30 days written notice.") -> SynthesisRequest:

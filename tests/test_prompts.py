@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.evidence import Candidate, Evidence
+from tasks.evidence import Evidence
 from tasks.prompts import (
     EVIDENCE_CLOSE,
     EVIDENCE_OPEN,
@@ -15,23 +15,11 @@ from tasks.prompts import (
     render_prompt,
 )
 from tasks.synthesize import SynthesisRequest
+from tests.summary_fixtures import evidence_of
 
 
 def evidence(label: str, text: str, *, doc: str = "contracts/lease.pdf", pages=(3, 3), heading="") -> Evidence:
-    candidate = Candidate(
-        chunk_id=f"id-{label}",
-        document_id=doc,
-        version="v1",
-        source=f"/corpus/{doc}",
-        page_start=pages[0],
-        page_end=pages[1],
-        heading=heading,
-        text=text,
-        ordinal=0,
-        rank=1,
-        score=1.0,
-    )
-    return Evidence(label=label, candidate=candidate, score=1.0)
+    return evidence_of(label, text, document_id=doc, pages=pages, heading=heading)
 
 
 def request(*items: Evidence, feedback: str = "", max_sentences: int = 5) -> SynthesisRequest:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -14,20 +13,11 @@ from flows.maintain import run_forget, run_maintain
 from tasks.maintain import Erasure, MaintenanceReport
 from tasks.settings import Settings
 from tasks.store import LanceStore
+from tests.summary_fixtures import files_holding
 
 AGREEMENT = "services_agreement.pdf"
 MARKER_WORD = "zanzibarquokka"
 MARKER = f"The {MARKER_WORD} clause obliges the Supplier to audit every subcontractor twice a year."
-
-
-def files_holding(root: Path, needle: bytes) -> list[str]:
-    """Every file under ``root`` (data, deletion, index, manifest and transaction files) holding ``needle``."""
-    return [
-        os.path.relpath(os.path.join(folder, name), root)
-        for folder, _, names in os.walk(root)
-        for name in names
-        if needle in Path(folder, name).read_bytes()
-    ]
 
 
 def ingested_with_marker(tmp_path, corpus, sample) -> Settings:

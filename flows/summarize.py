@@ -41,8 +41,9 @@ def summarize(
     mode, mode_reason = choose_mode(question, mode)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
     store = LanceStore(settings.db)
-    store.check_model(embedder.name, embedder.dimension)
+    # First: an empty store is refused before a chunks table is made for this model.
     document_ids = resolve_documents(store, documents)
+    store.check_model(embedder.name, embedder.dimension)
     synthesizer, synth_reason = choose_synthesizer(synth, settings, embedder)
     ensure_llm_limit()
 

@@ -26,7 +26,6 @@ from tasks.ingest_tasks import (
     delete_missing,
     discover,
     embed,
-    ensure_writer_limit,
     extract,
     load_passwords,
     refresh_indexes,
@@ -37,6 +36,7 @@ from tasks.records import DocumentRecord
 from tasks.report import DocumentOutcome, IngestReport
 from tasks.settings import Settings
 from tasks.store import LanceStore
+from tasks.writer import WriterSlot, ensure_writer_limit
 
 Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
 STEPS = ("extract", "chunk", "embed", "write")
@@ -51,6 +51,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
     store = LanceStore(settings.db)
     store.check_model(embedder.name, embedder.dimension)
+    writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
     plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
@@ -61,10 +62,10 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
     jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
     jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-    written = steps.settle_in_turn("write", write, jobs, store, embedder, settings)
-    deleted = delete_missing(plan.deletions, store)
+    written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
+    deleted = delete_missing(plan.deletions, store, writer)
     if written or deleted:
-        refresh_indexes(store)
+        refresh_indexes(store, writer)
 
     report = IngestReport(
         outcomes=(

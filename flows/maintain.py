@@ -9,7 +9,6 @@ from datetime import timedelta
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from tasks.ingest_tasks import ensure_writer_limit
 from tasks.maintain import (
     Erasure,
     MaintenanceReport,
@@ -25,6 +24,7 @@ from tasks.maintain import (
 )
 from tasks.settings import Settings
 from tasks.store import LanceStore
+from tasks.writer import WriterSlot, ensure_writer_limit
 
 
 @flow(name="maintain")
@@ -33,12 +33,13 @@ def maintain(settings: Settings | None = None) -> MaintenanceReport:
     settings = settings or Settings()
     started = time.perf_counter()
     store = LanceStore(settings.db)
+    writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     before = describe_store(store)
     plan = plan_vector_index_task(store, before, settings)
-    compact(store, timedelta(hours=settings.version_retention_hours))
+    compact(store, timedelta(hours=settings.version_retention_hours), writer)
     if plan.action in ("build", "rebuild"):
-        build_vector_index(store)
+        build_vector_index(store, writer)
     report = MaintenanceReport(
         db=settings.db,
         before=before,
@@ -58,11 +59,12 @@ def forget(document_id: str, purge_versions: bool = False, settings: Settings | 
     """Remove a document's chunks and record; with ``purge_versions`` its text also leaves the disk."""
     settings = settings or Settings()
     store = LanceStore(settings.db)
+    writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     target = find_document_task(store, document_id)  # fails (exit 2) for an id that is not stored
-    erasure = erase(store, target)
+    erasure = erase(store, target, writer)
     if purge_versions:
-        before, after = purge(store)
+        before, after = purge(store, writer)
         erasure = replace(erasure, purged=True, before=before, after=after)
     create_markdown_artifact(erasure_markdown(erasure), key="citesum-forget-report", description="Erasure")
     return erasure

@@ -13,10 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from prefect import get_client, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
-from prefect.concurrency.sync import concurrency
-from prefect.exceptions import ObjectAlreadyExists
 from prefect.tasks import exponential_backoff
 
 from tasks.chunk import chunk_document
@@ -28,8 +26,7 @@ from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, So
 from tasks.report import DocumentOutcome
 from tasks.settings import Settings
 from tasks.store import ChunkStore, embedding_key
-
-WRITER_LIMIT = "citesum-writer"
+from tasks.writer import WriterSlot
 
 
 def retry_transient(task, task_run, state) -> bool:
@@ -147,11 +144,11 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
 
 
 @task(name="write", **STEP)
-def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings) -> DocumentOutcome:
+def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot) -> DocumentOutcome:
     """Supersede the document in the store; writers are serialized across runs."""
     started = time.perf_counter()
     record = document_record(job, embedder, settings)
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold(f"writing {record.document_id}"):
         store.supersede(record, job.chunked.chunks, job.vectors)
         if job.item.replaces:
             store.delete_document(job.item.replaces)
@@ -170,13 +167,13 @@ def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings) -
 
 
 @task(name="delete-missing", **STEP)
-def delete_missing(document_ids: tuple[str, ...], store: ChunkStore) -> list[DocumentOutcome]:
+def delete_missing(document_ids: tuple[str, ...], store: ChunkStore, writer: WriterSlot) -> list[DocumentOutcome]:
     """Explicit deletion of documents no longer in the corpus."""
     if not document_ids:
         return []
     stored = store.documents()
     outcomes = []
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold(f"deleting {len(document_ids)} removed document(s)"):
         for document_id in document_ids:
             removed = store.delete_document(document_id)
             record = stored.get(document_id)
@@ -193,8 +190,8 @@ def delete_missing(document_ids: tuple[str, ...], store: ChunkStore) -> list[Doc
 
 
 @task(name="refresh-indexes", **STEP)
-def refresh_indexes(store: ChunkStore) -> None:
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+def refresh_indexes(store: ChunkStore, writer: WriterSlot) -> None:
+    with writer.hold("refreshing indexes"):
         store.refresh_indexes()
 
 
@@ -209,12 +206,3 @@ def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]
     file = target.resolve()
     root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
     return [source_for(file, root)], None
-
-
-def ensure_writer_limit() -> None:
-    """Writes hold this global limit; created here so it is never silently skipped."""
-    with get_client(sync_client=True) as client:
-        try:
-            client.upsert_global_concurrency_limit_by_name(WRITER_LIMIT, 1)
-        except ObjectAlreadyExists:  # another run created it at the same moment
-            pass

@@ -15,12 +15,12 @@ from typing import Literal
 
 from lancedb.index import IvfPq
 from prefect import get_run_logger, task
-from prefect.concurrency.sync import concurrency
 
 from tasks.errors import ConfigurationError
-from tasks.ingest_tasks import STEP, WRITER_LIMIT
+from tasks.ingest_tasks import STEP
 from tasks.settings import Settings
 from tasks.store import CHUNKS, LanceStore, TableState
+from tasks.writer import WriterSlot
 
 VectorAction = Literal["none", "build", "rebuild", "fold"]
 
@@ -249,16 +249,16 @@ def plan_vector_index_task(store: LanceStore, states: tuple[TableState, ...], se
 
 
 @task(name="compact", **STEP)
-def compact(store: LanceStore, keep_versions: timedelta) -> None:
+def compact(store: LanceStore, keep_versions: timedelta, writer: WriterSlot) -> None:
     """Compaction, index refresh and version cleanup; writers wait, so it never races them."""
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold("compacting the store"):
         store.compact(keep_versions)
 
 
 @task(name="build-vector-index", **STEP)
-def build_vector_index(store: LanceStore) -> float:
+def build_vector_index(store: LanceStore, writer: WriterSlot) -> float:
     started = time.perf_counter()
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold("building the vector index"):
         store.build_vector_index(vector_index_config())
     return time.perf_counter() - started
 
@@ -269,9 +269,9 @@ def find_document_task(store: LanceStore, document_id: str) -> Erasure:
 
 
 @task(name="erase", **STEP)
-def erase(store: LanceStore, target: Erasure) -> Erasure:
+def erase(store: LanceStore, target: Erasure, writer: WriterSlot) -> Erasure:
     """Delete the document's chunks and record; a retry after a partial delete finishes it."""
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold(f"erasing {target.document_id}"):
         store.delete_document(target.document_id)
     erased = Erasure(target.document_id, target.version, target.chunks, target.db, erased_at=now())
     get_run_logger().info(erasure_log_line(erased))
@@ -279,9 +279,9 @@ def erase(store: LanceStore, target: Erasure) -> Erasure:
 
 
 @task(name="purge", **STEP)
-def purge(store: LanceStore) -> tuple[tuple[TableState, ...], tuple[TableState, ...]]:
+def purge(store: LanceStore, writer: WriterSlot) -> tuple[tuple[TableState, ...], tuple[TableState, ...]]:
     """Rewrite, reindex and drop every older version: deleted text leaves the disk."""
-    with concurrency(WRITER_LIMIT, occupy=1, strict=True):
+    with writer.hold("purging old versions"):
         before = store.table_states()
         store.purge()
         after = store.table_states()

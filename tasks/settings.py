@@ -62,6 +62,23 @@ class Settings(BaseSettings):
         2, ge=1, description="Documents processed at the same time (threads; extraction runs in child processes)."
     )
 
+    writer_wait_seconds: float = Field(
+        900.0,
+        gt=0,
+        description=(
+            "Longest wait for the `citesum-writer` slot every store write holds; past it the write fails with "
+            "a message naming the slot. Keep it above the longest maintenance run (compaction, index build)."
+        ),
+    )
+    writer_lease_seconds: float = Field(
+        60.0,
+        ge=60,  # the server's minimum
+        description=(
+            "Lease on the writer slot, renewed while the holder lives: with a lasting Prefect server a killed "
+            "run's slot comes back this long after the kill (plus the server's 15 s check)."
+        ),
+    )
+
     # -- summarization ---------------------------------------------------------
     candidates: int = Field(50, ge=1, description="Candidates retrieved per query (hybrid search, before reranking).")
     evidence: int = Field(8, ge=1, description="Candidates the reranker keeps as evidence for the synthesizer.")

@@ -42,9 +42,9 @@ def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
     from tasks.embed import load_embedder
-    from tasks.ingest_tasks import ensure_writer_limit
     from tasks.settings import Settings
     from tasks.store import LanceStore
+    from tasks.writer import ensure_writer_limit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)

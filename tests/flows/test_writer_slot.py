@@ -1,0 +1,72 @@
+"""The writer slot against a real Prefect server: a slot nobody releases fails writes in bounded time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from prefect import get_client
+
+from flows.ingest import run_ingest
+from tasks.settings import Settings
+from tasks.store import LanceStore
+from tasks.writer import RESET_COMMAND, WRITER_LIMIT, WriterBusyError, WriterSlot, ensure_writer_limit
+
+
+@pytest.fixture
+def leaked_slot():
+    """The slot taken under a lease nobody renews or releases: what a killed run leaves behind."""
+    ensure_writer_limit()
+    with get_client(sync_client=True) as client:
+        lease = client.increment_concurrency_slots_with_lease(
+            names=[WRITER_LIMIT], slots=1, mode="concurrency", lease_duration=600
+        ).json()["lease_id"]
+        yield
+        client.release_concurrency_slots_with_lease(lease)
+
+
+def test_a_slot_held_past_the_wait_fails_with_the_reset_command(leaked_slot):
+    slot = WriterSlot(wait_seconds=2, lease_seconds=60)
+    started = time.monotonic()
+    with pytest.raises(WriterBusyError) as raised:
+        with slot.hold("writing report.pdf"):
+            pytest.fail("the slot was taken although it is held")
+    assert time.monotonic() - started < 30
+    message = str(raised.value)
+    assert message.startswith("writing report.pdf: the citesum-writer slot stayed taken for 2 s")
+    assert RESET_COMMAND in message
+    assert not WriterBusyError.retryable
+
+
+def test_a_free_slot_is_taken_and_given_back():
+    ensure_writer_limit()
+    slot = WriterSlot(wait_seconds=5, lease_seconds=60)
+    for _ in range(2):  # the second hold only succeeds if the first gave the slot back
+        with slot.hold("writing"):
+            with get_client(sync_client=True) as client:
+                assert client.read_global_concurrency_limit_by_name(WRITER_LIMIT).active_slots == 1
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name(WRITER_LIMIT).active_slots == 0
+
+
+def test_a_timeout_inside_the_write_is_not_taken_for_a_busy_slot():
+    ensure_writer_limit()
+    with pytest.raises(TimeoutError) as raised:
+        with WriterSlot(wait_seconds=5, lease_seconds=60).hold("writing"):
+            raise TimeoutError("the store took too long")
+    assert not isinstance(raised.value, WriterBusyError)
+
+
+def test_ingestion_with_a_leaked_slot_fails_each_document_by_name_and_stores_nothing(tmp_path, sample, leaked_slot):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sample.services_agreement(corpus / "agreement.pdf")
+    settings = Settings(corpus=corpus, db=str(tmp_path / "db"), writer_wait_seconds=3)
+
+    state = run_ingest(None, settings)
+
+    assert state.is_failed()
+    (outcome,) = state.result(raise_on_failure=False).outcomes
+    assert outcome.document_id == "agreement.pdf" and outcome.status == "failed"
+    assert "writing agreement.pdf: the citesum-writer slot stayed taken for 3 s" in outcome.error
+    assert LanceStore(settings.db).documents() == {}

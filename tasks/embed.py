@@ -60,6 +60,11 @@ class SentenceTransformerEmbedder:
         # torch modules are not safe to call from several threads at once.
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[Callable[..., SentenceTransformerEmbedder], tuple[str, int]]:
+        # Pickled as a handle for Dask worker processes: the model (weights, a lock) does not pickle, and
+        # load_embedder's per-process cache makes each worker load it once, not once per task.
+        return load_embedder, (self.name, self.batch_size)
+
     def count_tokens(self, text: str) -> int:
         return self._count(text)
 

@@ -144,6 +144,10 @@ class LanceStore:
         self._documents = self._open_or_create(DOCUMENTS, DOCUMENT_SCHEMA, ["document_id"])
         self._chunks = self._db.open_table(CHUNKS) if self._exists(CHUNKS) else None
 
+    def __reduce__(self) -> tuple[type[LanceStore], tuple[str]]:
+        # Sent to a Dask worker process as its URI: a connection and open tables cannot be pickled.
+        return LanceStore, (self.uri,)
+
     def _exists(self, name: str) -> bool:
         return name in self._db.list_tables().tables
 

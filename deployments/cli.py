@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:  # imported by the commands that need them: the CLI starts fast
+    from flows.ingest import Progress as ProgressCallback
+    from tasks.settings import Settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited summaries of a PDF corpus.")
 err = Console(stderr=True)
@@ -45,15 +49,20 @@ def ingest(
     path: Annotated[Path | None, typer.Argument(help="Corpus folder or one PDF (default: the sample corpus).")] = None,
     db: DbOption = None,
     passwords: Annotated[Path | None, typer.Option(help="JSON file: document id -> PDF password.")] = None,
+    runner: Annotated[
+        str | None,
+        typer.Option(
+            help="threads (default) | dask (a temporary local cluster) | dask://HOST:PORT (an existing scheduler)."
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
-    from flows.ingest import run_ingest
     from tasks import report as reports
 
-    settings = make_settings(db=db, passwords_file=passwords)
+    settings = make_settings(db=db, passwords_file=passwords, runner=runner)
     if json_output or not err.is_terminal:
-        state = run_ingest(str(path) if path else None, settings)
+        state = ingest_state(path, settings)
     else:
         with progress_bar() as bar:
             task_id = bar.add_task("ingest", total=None)
@@ -61,13 +70,24 @@ def ingest(
             def on_progress(step: str, document_id: str, done: int, total: int) -> None:
                 bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
 
-            state = run_ingest(str(path) if path else None, settings, on_progress)
+            state = ingest_state(path, settings, on_progress)
     result = outcome(state, "ingestion")  # a run with failed documents still returns its report
     if json_output:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print_ingest_table(reports.table_rows(result), result.totals())
     raise typer.Exit(1 if result.failed else 0)
+
+
+def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None):
+    """The ingestion flow's final state; a runner setting it cannot use exits 2 before any run."""
+    from flows.ingest import run_ingest
+    from tasks.errors import ConfigurationError
+
+    try:
+        return run_ingest(str(path) if path else None, settings, on_progress)
+    except ConfigurationError as exc:
+        fail(str(exc), 2)
 
 
 @app.command()
@@ -172,7 +192,6 @@ def evaluate(
     json_output: JsonOption = False,
 ):
     """Measure retrieval and rerank against questions with known evidence pages."""
-    from flows.ingest import run_ingest
     from tasks import evaluate as evaluation
     from tasks.embed import load_embedder
     from tasks.rerank import load_reranker
@@ -181,7 +200,7 @@ def evaluate(
     if not questions.is_file():
         fail(f"{questions}: no such questions file", 2)
     settings = make_settings(db=db, corpus=pdfs)
-    report = outcome(run_ingest(str(pdfs), settings), "ingestion")  # reuses what is stored
+    report = outcome(ingest_state(pdfs, settings), "ingestion")  # reuses what is stored
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)

@@ -17,6 +17,7 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.runners import task_runner
 from tasks import report as reports
 from tasks.embed import load_embedder
 from tasks.extract import parser_version
@@ -87,9 +88,31 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
 
 
 def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None):
-    """Run the flow with the configured parallelism; returns its final state."""
-    flow_ = ingest.with_options(task_runner=ThreadPoolTaskRunner(max_workers=settings.workers))
-    return flow_(path, settings, on_progress, return_state=True)
+    """Run the flow on the configured task runner; returns its final state.
+
+    Raises ConfigurationError for a runner setting it cannot use, before any run starts.
+    """
+    with task_runner(settings) as runner:
+        flow_ = ingest.with_options(task_runner=runner)
+        return flow_(path, settings, InThisProcess(on_progress) if on_progress else None, return_state=True)
+
+
+class InThisProcess:
+    """A progress callback that stays in the flow's process.
+
+    Prefect copies the flow's parameters into every task's context, which Dask pickles for its workers;
+    the CLI's callback holds a terminal progress bar (locks, a thread) and cannot be pickled. Only the flow
+    calls it, so a worker's copy is None.
+    """
+
+    def __init__(self, callback: Progress):
+        self.callback = callback
+
+    def __call__(self, step: str, document_id: str, done: int, total: int) -> None:
+        self.callback(step, document_id, done, total)
+
+    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
+        return type(None), ()
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:

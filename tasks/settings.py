@@ -59,7 +59,19 @@ class Settings(BaseSettings):
         300.0, gt=0, description="Time limit for extracting one document; a document past it fails."
     )
     workers: int = Field(
-        2, ge=1, description="Documents processed at the same time (threads; extraction runs in child processes)."
+        2,
+        ge=1,
+        description=(
+            "Documents processed at the same time: threads, or with runner 'dask' the local cluster's worker "
+            "processes (extraction runs in child processes either way)."
+        ),
+    )
+    runner: str = Field(
+        "threads",
+        description=(
+            "Where ingestion tasks run: 'threads' (in this process), 'dask' (a temporary local Dask cluster of "
+            "`workers` processes, one thread each), or 'dask://HOST:PORT' (an existing Dask scheduler)."
+        ),
     )
 
     writer_wait_seconds: float = Field(

@@ -1,0 +1,80 @@
+"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.runner``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+
+from tasks.errors import ConfigurationError
+from tasks.settings import Settings
+
+
+@contextmanager
+def task_runner(settings: Settings) -> Iterator[TaskRunner]:
+    """The configured task runner, with what its workers need in place while a flow runs on it."""
+    runner = task_runner_for(settings)
+    if settings.runner == "threads":
+        yield runner
+        return
+    with dask_worker_environment():
+        yield runner
+
+
+def task_runner_for(settings: Settings) -> TaskRunner:
+    """``settings.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
+    if settings.runner == "threads":
+        return ThreadPoolTaskRunner(max_workers=settings.workers)
+    address = None if settings.runner == "dask" else dask_address(settings.runner)
+    # Imported here: distributed adds about half a second to every command that never uses it.
+    from prefect_dask import DaskTaskRunner
+
+    if address:
+        return DaskTaskRunner(address=address)
+    # One thread per worker process: torch and each extraction child use the cores already.
+    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.workers, "processes": True, "threads_per_worker": 1})
+
+
+def dask_address(runner: str) -> str:
+    """'dask://HOST:PORT' as the scheduler address Dask connects to, 'tcp://HOST:PORT'."""
+    parts = urlsplit(runner)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number
+        port = None
+    if parts.scheme != "dask" or not parts.hostname or port is None or parts.path or parts.query:
+        raise ConfigurationError(f"runner {runner!r}: expected 'threads', 'dask' or 'dask://HOST:PORT'")
+    return f"tcp://{parts.netloc}"
+
+
+@contextmanager
+def dask_worker_environment() -> Iterator[None]:
+    """What Dask worker processes need to run ingestion tasks, while a flow runs.
+
+    - Non-daemonic worker processes: extraction spawns a child per document, and a daemonic process may not
+      ("daemonic processes are not allowed to have children", every extract failed on a default LocalCluster).
+      This covers the clusters started here; workers of an existing scheduler must be started that way.
+    - One Prefect API: each task carries this process's Prefect settings to its worker. Without an API URL,
+      every worker started a temporary server of its own (about 15 s each, leases in its own memory), so
+      this process's temporary server is named instead; it listens on 127.0.0.1, for local workers only.
+    """
+    import dask
+
+    with dask.config.set({"distributed.worker.daemon": False}):
+        if get_current_settings().api.url is not None:
+            yield
+            return
+        with temporary_settings({PREFECT_API_URL: temporary_server_url()}):
+            yield
+
+
+def temporary_server_url() -> str:
+    """This process's temporary Prefect server (the one Prefect starts without an API URL), started if needed."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # one per process: the instance Prefect's own client uses
+    server.start()
+    return server.api_url

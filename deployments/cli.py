@@ -39,6 +39,17 @@ def make_settings(**overrides):
         fail(f"invalid settings: {exc}", 2)
 
 
+def open_store(uri: str):
+    """The store at ``uri``, or exit 2 when it cannot be opened (e.g. an object store without its variables)."""
+    from tasks.errors import ConfigurationError
+    from tasks.store import LanceStore
+
+    try:
+        return LanceStore(uri)
+    except ConfigurationError as exc:
+        fail(str(exc), 2)
+
+
 def fail(message: str, code: int):
     err.print(f"[red]error:[/red] {message}", highlight=False)
     raise typer.Exit(code)
@@ -93,10 +104,8 @@ def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCal
 @app.command()
 def status(db: DbOption = None, json_output: JsonOption = False):
     """List stored documents with their versions and chunk counts."""
-    from tasks.store import LanceStore
-
     settings = make_settings(db=db)
-    documents = sorted(LanceStore(settings.db).documents().values(), key=lambda d: d.document_id)
+    documents = sorted(open_store(settings.db).documents().values(), key=lambda d: d.document_id)
     rows = [
         {
             "document_id": d.document_id,

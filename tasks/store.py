@@ -139,8 +139,7 @@ class LanceStore:
 
     def __init__(self, uri: str):
         self.uri = uri
-        # Zero interval: every read sees other processes' latest commits.
-        self._db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self._db = _connect(uri)
         self._documents = self._open_or_create(DOCUMENTS, DOCUMENT_SCHEMA, ["document_id"])
         self._chunks = self._db.open_table(CHUNKS) if self._exists(CHUNKS) else None
 
@@ -327,6 +326,22 @@ class LanceStore:
                 with warnings.catch_warnings():  # LanceDB warns that readers of old versions fail: the point here
                     warnings.simplefilter("ignore", UserWarning)
                     table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+
+def _connect(uri: str) -> lancedb.DBConnection:
+    """A connection whose reads see other processes' latest commits (zero consistency interval).
+
+    LanceDB 0.40 opens an object store here and reports any failure to reach it (no bucket, endpoint down, an
+    http:// endpoint without AWS_ALLOW_HTTP, no credentials) as a ValueError "Failed to connect to namespace:
+    ..." holding the object store's whole error: raised again as a ConfigurationError saying what to check.
+    """
+    try:
+        return lancedb.connect(uri, read_consistency_interval=timedelta(0))
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"cannot open the store at {uri}; an object store takes its endpoint and credentials from "
+            f"environment variables, AWS_* for s3:// (README, Operations, Object store): {exc}"
+        ) from exc
 
 
 def _table_state(name: str, table) -> TableState:

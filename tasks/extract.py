@@ -76,6 +76,12 @@ def hash_file(path: Path | str, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def is_current(source: SourceFile) -> bool:
+    """Whether the file still holds the bytes it was read with (another run or an upload may have changed it)."""
+    path = Path(source.path)
+    return path.is_file() and hash_file(path) == source.version
+
+
 def source_for(path: Path, root: Path) -> SourceFile:
     """The ``SourceFile`` of one PDF; its id is its path relative to ``root``."""
     path, root = path.absolute(), root.absolute()

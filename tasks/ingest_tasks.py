@@ -20,7 +20,7 @@ from prefect.tasks import exponential_backoff
 from tasks.chunk import chunk_document
 from tasks.embed import Embedder
 from tasks.errors import ConfigurationError, is_retryable
-from tasks.extract import discover_sources, extract_with_time_limit, source_for
+from tasks.extract import discover_sources, extract_with_time_limit, is_current, source_for
 from tasks.plan import WorkItem
 from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
 from tasks.report import DocumentOutcome
@@ -145,48 +145,60 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
 
 @task(name="write", **STEP)
 def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot) -> DocumentOutcome:
-    """Supersede the document in the store; writers are serialized across runs."""
+    """Supersede the document in the store; writers are serialized across runs.
+
+    A file that changed since this run read it is not written: another run (an upload, the next reindex)
+    reads the new bytes, and writing the old ones after it would undo its update.
+    """
     started = time.perf_counter()
     record = document_record(job, embedder, settings)
     with writer.hold(f"writing {record.document_id}"):
-        store.supersede(record, job.chunked.chunks, job.vectors)
-        if job.item.replaces:
-            store.delete_document(job.item.replaces)
+        current = is_current(job.item.source)
+        if current:
+            store.supersede(record, job.chunked.chunks, job.vectors)
+            if job.item.replaces:
+                store.delete_document(job.item.replaces)
     return DocumentOutcome(
         document_id=record.document_id,
         source=record.source,
-        status=job.item.status,
+        status=job.item.status if current else "outdated",
         version=record.version,
         pages=record.pages,
-        chunks=record.chunks,
+        chunks=record.chunks if current else 0,
         embedded=job.embedded,
         problems=tuple(record.problems),
         seconds=job.seconds + time.perf_counter() - started,
-        renamed_from=job.item.replaces,
+        renamed_from=job.item.replaces if current else None,
+        note=None if current else "the file changed while this run read it; not written",
     )
 
 
 @task(name="delete-missing", **STEP)
 def delete_missing(document_ids: tuple[str, ...], store: ChunkStore, writer: WriterSlot) -> list[DocumentOutcome]:
-    """Explicit deletion of documents no longer in the corpus."""
+    """Explicit deletion of documents no longer in the corpus.
+
+    Checked again under the writer slot: a file put back meanwhile (an upload) is not deleted.
+    """
     if not document_ids:
         return []
-    stored = store.documents()
-    outcomes = []
     with writer.hold(f"deleting {len(document_ids)} removed document(s)"):
-        for document_id in document_ids:
-            removed = store.delete_document(document_id)
-            record = stored.get(document_id)
-            outcomes.append(
-                DocumentOutcome(
-                    document_id,
-                    record.source if record else "",
-                    "deleted",
-                    version=record.version if record else "",
-                    chunks=removed,
-                )
-            )
-    return outcomes
+        stored = store.documents()
+        return [delete_if_gone(document_id, stored.get(document_id), store) for document_id in document_ids]
+
+
+def delete_if_gone(document_id: str, record: DocumentRecord | None, store: ChunkStore) -> DocumentOutcome:
+    if record is not None and Path(record.source).is_file():
+        return DocumentOutcome(
+            document_id, record.source, "outdated", version=record.version, note="the file came back; not deleted"
+        )
+    removed = store.delete_document(document_id)  # also when another run removed the record first
+    return DocumentOutcome(
+        document_id,
+        record.source if record else "",
+        "deleted",
+        version=record.version if record else "",
+        chunks=removed,
+    )
 
 
 @task(name="refresh-indexes", **STEP)

@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass
 
 from tasks.records import Problem, lost_pages
 
-STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "failed")
+# outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
+# not written (or not deleted); the run that reads the file as it is now writes it.
+STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "outdated", "failed")
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class DocumentOutcome:
     error: str | None = None
     seconds: float = 0.0
     renamed_from: str | None = None
+    note: str | None = None  # why an outcome is what it is, when its status alone does not say
 
     @property
     def pages_lost(self) -> int:
@@ -79,6 +82,7 @@ def outcome_json(o: DocumentOutcome) -> dict:
         "error": o.error,
         "seconds": round(o.seconds, 2),
         "renamed_from": o.renamed_from,
+        "note": o.note,
     }
 
 
@@ -92,7 +96,7 @@ def table_rows(report: IngestReport) -> list[dict]:
             "chunks": o.chunks,
             "pages lost": o.pages_lost,
             "seconds": round(o.seconds, 1),
-            "note": o.error or (f"renamed from {o.renamed_from}" if o.renamed_from else ""),
+            "note": o.error or o.note or (f"renamed from {o.renamed_from}" if o.renamed_from else ""),
         }
         for o in report.outcomes
     ]

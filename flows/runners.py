@@ -11,6 +11,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from tasks.errors import ConfigurationError
 from tasks.settings import Settings
+from tasks.writer import ensure_writer_limit
 
 
 @contextmanager
@@ -60,6 +61,8 @@ def dask_worker_environment() -> Iterator[None]:
     - One Prefect API: each task carries this process's Prefect settings to its worker. Without an API URL,
       every worker started a temporary server of its own (about 15 s each, leases in its own memory), so
       this process's temporary server is named instead; it listens on 127.0.0.1, for local workers only.
+      Named, it looks like a lasting server to the flow's writer-slot check, so that check (register this
+      process as live, free a slot a killed run left taken) runs first, as on a temporary server.
     """
     import dask
 
@@ -67,6 +70,7 @@ def dask_worker_environment() -> Iterator[None]:
         if get_current_settings().api.url is not None:
             yield
             return
+        ensure_writer_limit()
         with temporary_settings({PREFECT_API_URL: temporary_server_url()}):
             yield
 

@@ -253,3 +253,16 @@ def test_a_new_document_killed_after_its_chunks_commit_is_deleted_with_its_file(
     assert deletions == {"b.pdf"}  # else its chunks stay, searchable, with no record to delete them by
     LanceStore(str(tmp_path / "db")).delete_document("b.pdf")
     assert LanceStore(str(tmp_path / "db")).chunk_rows() == []
+
+
+@pytest.mark.parametrize(("on_disk", "redo"), [({"a.pdf": "v1"}, "work"), ({}, "delete")])
+def test_a_deletion_killed_after_its_chunks_went_is_redone(store, tmp_path, on_disk, redo):
+    put(store, "a.pdf", ["Notice is thirty days.", "Fees are due monthly."], version="v1")
+    store.delete_document("a.pdf")
+    killed_between_commits(tmp_path / "db")  # the record is back, its chunks are gone
+
+    work, deletions = rerun_plan(tmp_path / "db", on_disk)
+
+    # Else a file still on disk (a forgotten or renamed document) looks unchanged and keeps a record
+    # whose chunks are gone, for good.
+    assert "a.pdf" in (work if redo == "work" else deletions)

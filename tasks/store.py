@@ -251,8 +251,8 @@ class LanceStore:
         (tests/test_maintain.py, crash safety).
         """
         table = self._require_chunks()
-        batch = _chunk_batch(chunks, vectors, table.schema, record.ingested_at)
         try:
+            batch = _chunk_batch(chunks, vectors, table.schema, record.ingested_at)  # reading the schema is I/O
             self._upsert_document(replace(record, version=UNFINISHED, status="writing"))
             (
                 table.merge_insert("chunk_id")

@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import boto3
@@ -20,7 +21,7 @@ from werkzeug.serving import make_server
 
 from deployments.cli import app
 from flows.ingest import run_ingest
-from tasks.errors import ConfigurationError
+from tasks.errors import ConfigurationError, TransientError
 from tasks.records import Chunk, DocumentRecord
 from tasks.report import IngestReport
 from tasks.settings import Settings
@@ -63,30 +64,35 @@ class S3:
         return [k for k in self.keys(prefix) if needle in self.client.get_object(Bucket=BUCKET, Key=k)["Body"].read()]
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3]:
-    """An S3 server on a free loopback port and the variables LanceDB reads; stopped after the module."""
-    recorder = RecordingS3()
+@contextmanager
+def serving(recorder: RecordingS3) -> Iterator[str]:
+    """moto's S3 app on a free loopback port; yields its URL, stops on exit."""
     server = make_server("127.0.0.1", 0, recorder, threaded=True, request_handler=MotoRequestHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()  # the socket is bound and listening already: no wait for readiness
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        with pytest.MonkeyPatch.context() as env:
-            env.setattr(logging.getLogger("werkzeug"), "level", logging.WARNING)  # a line per request otherwise
-            for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"):
-                env.delenv(name, raising=False)
-            env.setenv("AWS_ENDPOINT_URL", endpoint)
-            env.setenv("AWS_ALLOW_HTTP", "true")  # the endpoint is plain http
-            env.setenv("AWS_ACCESS_KEY_ID", "testing")
-            env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-            env.setenv("AWS_REGION", REGION)
-            client = boto3.client("s3", region_name=REGION)  # boto3 reads no AWS_REGION
-            client.create_bucket(Bucket=BUCKET)
-            yield S3(client, recorder)
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3]:
+    """An S3 server with a bucket, and the variables LanceDB reads; stopped after the module."""
+    recorder = RecordingS3()
+    with serving(recorder) as endpoint, pytest.MonkeyPatch.context() as env:
+        env.setattr(logging.getLogger("werkzeug"), "level", logging.WARNING)  # a line per request otherwise
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ENDPOINT_URL", endpoint)
+        env.setenv("AWS_ALLOW_HTTP", "true")  # the endpoint is plain http
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_REGION", REGION)
+        client = boto3.client("s3", region_name=REGION)  # boto3 reads no AWS_REGION
+        client.create_bucket(Bucket=BUCKET)
+        yield S3(client, recorder)
 
 
 def ingested(settings: Settings) -> IngestReport:
@@ -97,6 +103,11 @@ def ingested(settings: Settings) -> IngestReport:
 
 def statuses(report: IngestReport) -> dict[str, str]:
     return {o.document_id: o.status for o in report.outcomes}
+
+
+def one_version(document_id: str, version: str, texts: list[str]) -> tuple[DocumentRecord, list[Chunk]]:
+    chunks = [Chunk(document_id, version, document_id, 1, 1, "", text, i) for i, text in enumerate(texts)]
+    return DocumentRecord(document_id, version, document_id, pages=1, chunks=len(chunks), status="ok"), chunks
 
 
 def chunk_ids(store: LanceStore) -> list[str]:
@@ -196,9 +207,7 @@ def test_concurrent_writers_lose_no_commit_on_s3(s3, embedder):
         store = LanceStore(uri)  # its own connection, as another process would have
         try:
             for version in ("v1", "v2", "v3"):
-                chunks = [Chunk(document_id, version, document_id, 1, 1, "", t, i) for i, t in enumerate(texts)]
-                record = DocumentRecord(document_id, version, document_id, pages=1, chunks=2, status="ok")
-                store.supersede(record, chunks, vectors)
+                store.supersede(*one_version(document_id, version, texts), vectors)
         except BaseException as exc:  # reported below: a thread's exception is otherwise lost
             errors.append(exc)
 
@@ -219,3 +228,14 @@ def test_an_unreachable_bucket_is_a_clear_configuration_error(s3):
         LanceStore("s3://no-such-bucket/db")
     result = CliRunner().invoke(app, ["status", "--db", "s3://no-such-bucket/db"])
     assert result.exit_code == 2 and "AWS_" in result.output
+
+
+def test_a_write_while_the_store_is_unreachable_is_transient(s3, embedder, monkeypatch):
+    """The write task retries it (TransientError), instead of failing the document for good."""
+    texts = ["The warranty lasts one year."]
+    with serving(RecordingS3()) as endpoint:  # moto keeps one state per process: this server has the bucket too
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        store = LanceStore(f"s3://{BUCKET}/outage")
+        store.check_model(embedder.name, embedder.dimension)
+    with pytest.raises(TransientError, match="LanceError"):
+        store.supersede(*one_version("a.pdf", "v1", texts), embedder.embed(texts))

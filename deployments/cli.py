@@ -153,19 +153,32 @@ def forget(
     if json_output:
         print(json.dumps(erasure.to_json(), indent=2))
         return
-    note = "purged from disk" if erasure.purged else "not retrievable, but its text stays in the files until a purge"
+    note = (
+        "purged from disk"
+        if erasure.purged
+        else "not retrievable, but its text stays in the files until `citesum maintain --purge`"
+    )
     summary = f"erased {erasure.document_id} (version {erasure.version[:12] or '-'}, {erasure.chunks} chunks): {note}"
     out.print(summary, highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
-def maintain(db: DbOption = None, json_output: JsonOption = False):
+def maintain(
+    db: DbOption = None,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge", help="Also rewrite the store and remove all older versions now: deleted text leaves disk."
+        ),
+    ] = False,
+    json_output: JsonOption = False,
+):
     """Compact the store, refresh its indexes, remove old versions; build the vector index when it is large."""
     from flows.maintain import run_maintain
     from tasks.maintain import maintenance_markdown
 
     settings = make_settings(db=db)
-    report = outcome(run_maintain(settings), "maintenance")
+    report = outcome(run_maintain(settings, purge), "maintenance")
     if json_output:
         print(json.dumps(report.to_json(), indent=2))
     else:

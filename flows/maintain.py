@@ -28,8 +28,12 @@ from tasks.writer import WriterSlot, ensure_writer_limit
 
 
 @flow(name="maintain")
-def maintain(settings: Settings | None = None) -> MaintenanceReport:
-    """Compact, refresh the indexes, remove old versions; build or retrain the vector index when due."""
+def maintain(settings: Settings | None = None, purge_versions: bool = False) -> MaintenanceReport:
+    """Compact, refresh the indexes, remove old versions; build or retrain the vector index when due.
+
+    ``purge_versions`` also rewrites every row and removes every older version now, e.g. after a
+    `citesum forget` without --purge.
+    """
     settings = settings or Settings()
     started = time.perf_counter()
     store = LanceStore(settings.db)
@@ -38,6 +42,8 @@ def maintain(settings: Settings | None = None) -> MaintenanceReport:
     before = describe_store(store)
     plan = plan_vector_index_task(store, before, settings)
     compact(store, timedelta(hours=settings.version_retention_hours), writer)
+    if purge_versions:
+        purge(store, writer)
     if plan.action in ("build", "rebuild"):
         build_vector_index(store, writer)
     report = MaintenanceReport(
@@ -47,6 +53,7 @@ def maintain(settings: Settings | None = None) -> MaintenanceReport:
         vector_index=plan,
         keep_versions_hours=settings.version_retention_hours,
         seconds=time.perf_counter() - started,
+        purged=purge_versions,
     )
     create_markdown_artifact(
         maintenance_markdown(report), key="citesum-maintain-report", description="Store maintenance"
@@ -70,9 +77,9 @@ def forget(document_id: str, purge_versions: bool = False, settings: Settings | 
     return erasure
 
 
-def run_maintain(settings: Settings):
+def run_maintain(settings: Settings, purge_versions: bool = False):
     """Run the maintain flow; returns its final state."""
-    return maintain(settings, return_state=True)
+    return maintain(settings, purge_versions, return_state=True)
 
 
 def run_forget(document_id: str, purge_versions: bool, settings: Settings):

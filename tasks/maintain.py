@@ -39,6 +39,7 @@ class MaintenanceReport:
     vector_index: VectorIndexPlan
     keep_versions_hours: float
     seconds: float
+    purged: bool = False  # every row rewritten and every older version removed (--purge)
 
     def to_json(self) -> dict:
         return {
@@ -46,6 +47,7 @@ class MaintenanceReport:
             "tables": [table_change(b, a) for b, a in paired(self.before, self.after)],
             "vector_index": asdict(self.vector_index),
             "keep_versions_hours": self.keep_versions_hours,
+            "purged": self.purged,
             "seconds": round(self.seconds, 2),
         }
 
@@ -124,7 +126,8 @@ def find_document(store: LanceStore, document_id: str) -> Erasure:
     chunks = store.chunk_count(document_id)
     if record is None and chunks == 0:
         raise ConfigurationError(
-            f"no document {document_id!r} is stored in {store.uri}; `citesum status` lists the stored documents"
+            f"no document {document_id!r} is stored in {store.uri}; `citesum status` lists the stored documents "
+            "(a document forgotten without --purge: `citesum maintain --purge` removes its text from disk)"
         )
     return Erasure(document_id, record.version if record else "", chunks, store.uri)
 
@@ -194,6 +197,11 @@ def maintenance_markdown(report: MaintenanceReport) -> str:
             "",
             f"Compacted both tables, folded new rows into their indexes and removed versions older than "
             f"{report.keep_versions_hours:g} h, in {report.seconds:.1f} s.",
+            *(
+                ["Purged: every row rewritten, indexes rebuilt, all older versions removed (deleted text is gone)."]
+                if report.purged
+                else []
+            ),
             f"Vector index: **{plan.action}** ({plan.reason}).",
             "",
             *tables_markdown(report.before, report.after),

@@ -102,3 +102,19 @@ def test_maintain_cli_prints_json(tmp_path, corpus):
     payload = json.loads(result.stdout)
     assert {t["table"] for t in payload["tables"]} == {"documents", "chunks"}
     assert payload["vector_index"]["action"] == "none"
+
+
+def test_maintain_purge_removes_the_text_of_a_document_forgotten_without_purge(tmp_path, corpus, sample):
+    settings = ingested_with_marker(tmp_path, corpus, sample)
+    assert run_forget(AGREEMENT, False, settings).is_completed()
+    db = Path(settings.db)
+    assert files_holding(db, MARKER.encode())  # forgotten, but still in the table files
+    again = CliRunner().invoke(app, ["forget", AGREEMENT, "--purge", "--db", settings.db])
+    assert again.exit_code == 2 and "citesum maintain --purge" in again.output  # nothing left to forget
+
+    result = CliRunner().invoke(app, ["maintain", "--purge", "--db", settings.db, "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["purged"] is True
+    assert files_holding(db, MARKER_WORD.encode()) == []
+    assert set(LanceStore(settings.db).documents()) == {"technical_report.pdf", "scanned_memo.pdf"}

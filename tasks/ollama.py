@@ -124,6 +124,7 @@ class OllamaSynthesizer:
         timeout: float = 120.0,
         retries: int = 3,
         context_tokens: int = 8192,
+        max_output_tokens: int = 1024,
         backoff_seconds: float = 1.0,
         max_wait_seconds: float = 60.0,
     ):
@@ -132,6 +133,7 @@ class OllamaSynthesizer:
         self.timeout = timeout
         self.retries = retries
         self.context_tokens = context_tokens
+        self.max_output_tokens = max_output_tokens  # num_predict: a model that rambles stops instead of timing out
         self.backoff_seconds = backoff_seconds
         self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts (task-level retry)
         self.name = f"ollama:{model}"
@@ -145,6 +147,7 @@ class OllamaSynthesizer:
             timeout=settings.ollama_timeout_seconds,
             retries=settings.ollama_retries,
             context_tokens=settings.ollama_context_tokens,
+            max_output_tokens=settings.ollama_max_output_tokens,
             **kwargs,
         )
 
@@ -184,7 +187,7 @@ class OllamaSynthesizer:
                 model=self.model,
                 messages=messages,
                 stream=False,
-                options={"temperature": 0, "num_ctx": self.context_tokens},
+                options={"temperature": 0, "num_ctx": self.context_tokens, "num_predict": self.max_output_tokens},
             )
         except _TRANSPORT_ERRORS as exc:
             raise _Retry(_describe(exc, self.timeout)) from exc

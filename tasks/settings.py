@@ -112,6 +112,14 @@ class Settings(BaseSettings):
     ollama_context_tokens: int = Field(
         8192, ge=512, description="Context window requested from Ollama (num_ctx); map-reduce batches fill ~60% of it."
     )
+    ollama_max_output_tokens: int = Field(
+        1024,
+        ge=64,
+        description=(
+            "Most tokens Ollama may write per answer (num_predict), so a model that rambles stops instead of "
+            "running into the timeout; a bullet cut before its citation fails validation."
+        ),
+    )
     runs_dir: Path = Field(
         Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
     )

@@ -14,6 +14,7 @@ from tasks.errors import CitesumError, ConfigurationError, TransientError, is_re
 from tasks.evidence import Evidence
 from tasks.ollama import OllamaSynthesizer, parse_retry_after, probe_ollama, resolve_ollama_host
 from tasks.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN
+from tasks.settings import Settings
 from tasks.synthesize import SynthesisRequest
 from tests.fake_ollama import MODEL, FakeOllama, Recorded, Reply
 from tests.summary_fixtures import evidence_of
@@ -34,7 +35,14 @@ def closed_port_url() -> str:
 
 
 def synthesizer(host: str, **kwargs: Any) -> OllamaSynthesizer:
-    options = {"model": MODEL, "timeout": 5.0, "retries": 2, "context_tokens": 4096, "backoff_seconds": 0.01}
+    options = {
+        "model": MODEL,
+        "timeout": 5.0,
+        "retries": 2,
+        "context_tokens": 4096,
+        "max_output_tokens": 512,
+        "backoff_seconds": 0.01,
+    }
     return OllamaSynthesizer(host=host, **(options | kwargs))
 
 
@@ -62,7 +70,7 @@ def test_sends_one_non_streaming_chat_request_with_the_evidence_in_the_untrusted
     assert [r.path for r in fake.requests] == ["/api/chat"]
     body = fake.requests[0].body
     assert body["model"] == MODEL and body["stream"] is False
-    assert body["options"] == {"temperature": 0, "num_ctx": 4096}
+    assert body["options"] == {"temperature": 0, "num_ctx": 4096, "num_predict": 512}
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     user = messages_of(fake.requests[0])["user"]
     inside = user.split(EVIDENCE_OPEN)[1].split(EVIDENCE_CLOSE)[0]
@@ -76,6 +84,13 @@ def test_sends_one_non_streaming_chat_request_with_the_evidence_in_the_untrusted
     ]
     assert draft.raw == "- Notice is 30 days [c1].\n- Rent is due monthly."
     assert "[system]" in draft.prompt and "with 30 days written notice." in draft.prompt
+
+
+def test_settings_set_the_context_and_the_answer_cap(fake: FakeOllama):
+    fake.script(Reply(content="- Notice is 30 days [c1]."))
+    settings = Settings(ollama_host=fake.url, ollama_context_tokens=2048, ollama_max_output_tokens=300)
+    OllamaSynthesizer.from_settings(settings).synthesize(notice_request())
+    assert fake.requests[0].body["options"] == {"temperature": 0, "num_ctx": 2048, "num_predict": 300}
 
 
 def test_describes_itself_as_the_synthesizer_protocol_asks(fake: FakeOllama):

@@ -40,12 +40,13 @@ def make_settings(**overrides):
 
 
 def open_store(uri: str):
-    """The store at ``uri``, or exit 2 when it cannot be opened (e.g. an object store without its variables)."""
+    """The store at ``uri``, or exit 2 when there is none or it cannot be opened (e.g. an object store without its
+    variables)."""
     from tasks.errors import ConfigurationError
     from tasks.store import LanceStore
 
     try:
-        return LanceStore(uri)
+        return LanceStore.existing(uri)
     except ConfigurationError as exc:
         fail(str(exc), 2)
 

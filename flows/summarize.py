@@ -40,7 +40,7 @@ def summarize(
     settings = settings or Settings()
     mode, mode_reason = choose_mode(question, mode)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore(settings.db)
+    store = LanceStore.existing(settings.db)
     # First: an empty store is refused before a chunks table is made for this model.
     document_ids = resolve_documents(store, documents)
     store.check_model(embedder.name, embedder.dimension)

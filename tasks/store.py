@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Protocol
 
 import lancedb
@@ -152,6 +153,14 @@ class LanceStore:
         self._db = _connect(uri)
         self._documents = self._open_or_create(DOCUMENTS, DOCUMENT_SCHEMA, ["document_id"])
         self._chunks = self._db.open_table(CHUNKS) if self._exists(CHUNKS) else None
+
+    @classmethod
+    def existing(cls, uri: str) -> LanceStore:
+        """The store at ``uri``, for commands that read or remove: a missing store is an error, never created."""
+        local_folder_missing = "://" not in uri and not Path(uri).is_dir()  # connecting would create the folder
+        if local_folder_missing or DOCUMENTS not in _connect(uri).list_tables().tables:
+            raise ConfigurationError(f"no citesum store at {uri}: run `citesum ingest` first")
+        return cls(uri)
 
     def __reduce__(self) -> tuple[type[LanceStore], tuple[str]]:
         # Sent to a Dask worker process as its URI: a connection and open tables cannot be pickled.

@@ -66,10 +66,25 @@ def test_forget_without_purge_makes_the_text_unretrievable(tmp_path, corpus, sam
     # other rows (README, Operations). tests/test_maintain.py shows they do, and that a purge removes them.
 
 
-def test_forget_of_an_unknown_document_exits_2(tmp_path):
-    result = CliRunner().invoke(app, ["forget", "no-such.pdf", "--db", str(tmp_path / "db")])
+def test_forget_of_an_unknown_document_or_store_exits_2_and_creates_nothing(tmp_path, corpus, sample):
+    missing = tmp_path / "missing-db"
+    result = CliRunner().invoke(app, ["forget", "no-such.pdf", "--db", str(missing)])
+    assert result.exit_code == 2 and f"no citesum store at {missing}:" in " ".join(result.output.split())
+    assert not missing.exists()
+
+    settings = ingested_with_marker(tmp_path, corpus, sample)
+    result = CliRunner().invoke(app, ["forget", "no-such.pdf", "--db", settings.db])
     assert result.exit_code == 2
     assert "no document 'no-such.pdf' is stored" in result.output
+
+
+def test_status_and_maintain_of_a_missing_store_exit_2_and_create_nothing(tmp_path):
+    missing = tmp_path / "missing-db"
+    for command in (["status"], ["maintain"], ["summarize", "What is the notice period?"]):
+        result = CliRunner().invoke(app, [*command, "--db", str(missing)])
+        assert result.exit_code == 2, (command, result.output)
+        assert f"no citesum store at {missing}:" in " ".join(result.output.split())  # unwrapped
+    assert not missing.exists()
 
 
 def test_maintain_compacts_cleans_versions_and_reports(tmp_path, corpus, sample):

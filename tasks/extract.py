@@ -25,7 +25,7 @@ import traceback
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -715,15 +715,33 @@ def _extract_in_child(
     ocr: bool,
     ocr_language: str,
 ) -> None:
+    # MuPDF prints its errors to stderr, where they name no file; kept instead, with the document they concern.
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
     try:
         document = extract_document(source, password=password, ocr=ocr, ocr_language=ocr_language)
+        reported = mupdf_errors()
+        if reported:
+            document = replace(document, problems=(*document.problems, Problem("mupdf_errors", reported)))
         outcome: tuple = ("ok", document)
     except DocumentError as exc:  # sent as fields: its constructor takes keyword arguments
-        outcome = ("document_error", exc.kind, exc.message)
+        reported = mupdf_errors()
+        outcome = ("document_error", exc.kind, f"{exc.message} ({reported})" if reported else exc.message)
     except Exception:  # any other failure goes to the parent, which raises it there
         outcome = ("exception", traceback.format_exc())
     sender.send(outcome)
     sender.close()
+
+
+def mupdf_errors(most: int = 3) -> str:
+    """MuPDF's errors since the last call (its warnings about repairs are left out), e.g. for a report."""
+    text = pymupdf.TOOLS.mupdf_warnings(reset=True)
+    lines = text.encode("utf-8", "backslashreplace").decode().splitlines()  # it may quote raw bytes (surrogates)
+    errors = list(dict.fromkeys(line for line in lines if "error" in line))
+    if not errors:
+        return ""
+    more = f"; {len(errors) - most} more" if len(errors) > most else ""
+    return "MuPDF: " + "; ".join(errors[:most]) + more
 
 
 def _receive(receiver: multiprocessing.connection.Connection, timeout: float) -> tuple:

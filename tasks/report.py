@@ -120,5 +120,8 @@ def markdown(report: IngestReport) -> str:
     if with_problems:
         lines += ["", "## Page problems", ""]
         for o in with_problems:
-            lines += [f"- `{o.document_id}` p.{p.page}: {p.kind}: {p.message}" for p in o.problems]
+            lines += [
+                f"- `{o.document_id}` {f'p.{p.page}' if p.page else 'document'}: {p.kind}: {p.message}"
+                for p in o.problems
+            ]
     return "\n".join(lines) + "\n"

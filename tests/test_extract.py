@@ -433,3 +433,22 @@ def test_join_lines(lines, joined):
 def test_parser_version_names_pymupdf_and_mupdf():
     assert parser_version(include_ocr=False) == f"pymupdf {pymupdf.__version__} (mupdf {pymupdf.mupdf_version})"
     assert parser_version().startswith(parser_version(include_ocr=False))
+
+
+def test_mupdf_errors_are_kept_with_their_document_not_printed(tmp_path, capfd):
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A page whose content stream is damaged")
+    doc.new_page().insert_text((72, 72), "A page that reads fine")
+    broken = doc[0].get_contents()[0]
+    doc.update_stream(broken, b"not deflate data", compress=False)
+    doc.xref_set_key(broken, "Filter", "/FlateDecode")  # inflating it fails: a zlib error
+    path = tmp_path / "damaged.pdf"
+    doc.save(path)
+
+    document = extract_with_time_limit(source_for(path, tmp_path), ocr=False, timeout=60)
+
+    reported = [p for p in document.problems if p.kind == "mupdf_errors"]
+    assert len(reported) == 1 and reported[0].page is None
+    assert reported[0].message.startswith("MuPDF: ") and "zlib error" in reported[0].message
+    assert page_texts(document.pages[1]) == ["A page that reads fine"]
+    assert "MuPDF error" not in capfd.readouterr().err  # the child printed nothing that names no file

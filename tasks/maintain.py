@@ -3,7 +3,8 @@
 Maintenance compacts both tables, folds new rows into the indexes (FTS, BTREE and, past a size, the vector
 index), and removes old table versions. Erasure removes one document; a purge also rewrites what is left and
 removes every older version, so the document's text is gone from disk. Both write: their tasks hold the
-writer limit ingestion holds, and retry only what may pass (a lost commit race, see ``store.is_commit_conflict``).
+writer limit ingestion holds, and retry only what may pass (a lost commit race or a failed I/O request, see
+``store.failures_are_transient``).
 """
 
 from __future__ import annotations

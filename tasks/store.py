@@ -99,13 +99,14 @@ def is_io_failure(exc: BaseException) -> bool:
 
 
 @contextmanager
-def conflicts_are_transient(what: str) -> Iterator[None]:
-    """Re-raise a commit conflict as a TransientError (retried on the latest version); anything else as is."""
+def failures_are_transient(what: str, source: str | None = None) -> Iterator[None]:
+    """Re-raise a lost commit race (retried on the latest version) or a failed I/O request as a TransientError;
+    anything else as is."""
     try:
         yield
-    except RuntimeError as exc:
-        if is_commit_conflict(exc):
-            raise TransientError(f"{what}: {exc}") from exc
+    except (OSError, RuntimeError) as exc:
+        if is_commit_conflict(exc) or is_io_failure(exc):
+            raise TransientError(f"{what}: {exc}", source=source) from exc
         raise
 
 
@@ -260,7 +261,7 @@ class LanceStore:
         (tests/test_maintain.py, crash safety).
         """
         table = self._require_chunks()
-        try:
+        with failures_are_transient("write failed", source=record.document_id):
             batch = _chunk_batch(chunks, vectors, table.schema, record.ingested_at)  # reading the schema is I/O
             self._upsert_document(replace(record, version=UNFINISHED, status="writing"))
             (
@@ -271,10 +272,6 @@ class LanceStore:
                 .execute(batch)
             )
             self._upsert_document(record)
-        except (OSError, RuntimeError) as exc:
-            if not (is_io_failure(exc) or is_commit_conflict(exc)):
-                raise
-            raise TransientError(f"write failed: {exc}", source=record.document_id) from exc
 
     def _upsert_document(self, record: DocumentRecord) -> None:
         row = pa.Table.from_pylist([_document_row(record)], schema=DOCUMENT_SCHEMA)
@@ -319,7 +316,7 @@ class LanceStore:
     def compact(self, keep_versions: timedelta, *, delete_unverified: bool = False) -> None:
         """Compact both tables, fold new rows into every index, and remove versions older than ``keep_versions``."""
         for name, table in self._tables().items():
-            with conflicts_are_transient(f"optimizing {name}"):
+            with failures_are_transient(f"optimizing {name}"):
                 table.optimize(cleanup_older_than=keep_versions, delete_unverified=delete_unverified)
 
     def chunk_count(self, document_id: str) -> int:
@@ -334,7 +331,7 @@ class LanceStore:
 
     def build_vector_index(self, config: IvfPq) -> None:
         """(Re)train the vector index on every chunk; readers use the old one until this commits."""
-        with conflicts_are_transient("building the vector index"):
+        with failures_are_transient("building the vector index"):
             self._require_chunks().create_index("vector", config=config, replace=True)
 
     def purge(self) -> None:
@@ -347,7 +344,7 @@ class LanceStore:
         """
         for name, table in self._tables().items():
             indexes = [(index.columns[0], _same_index(index)) for index in table.list_indices()]
-            with conflicts_are_transient(f"purging {name}"):
+            with failures_are_transient(f"purging {name}"):
                 table.update(values_sql={"document_id": "document_id"})  # an identity update rewrites every row
                 for column, config in indexes:
                     table.create_index(column, config=config, replace=True)

@@ -24,7 +24,7 @@ from tasks.maintain import (
 from tasks.plan import plan_ingest
 from tasks.records import Chunk, DocumentRecord, SourceFile
 from tasks.settings import Settings
-from tasks.store import LanceStore, conflicts_are_transient, is_commit_conflict
+from tasks.store import LanceStore, failures_are_transient, is_commit_conflict
 from tests.summary_fixtures import files_holding
 
 DIMENSION = 384
@@ -69,7 +69,7 @@ def test_a_real_commit_conflict_becomes_a_transient_error(store, tmp_path):
     store.delete_document("b.pdf")  # a commit the stale handle's compaction did not see
 
     with pytest.raises(TransientError) as caught:
-        with conflicts_are_transient("optimizing chunks"):
+        with failures_are_transient("optimizing chunks"):
             stale.optimize()
     assert is_retryable(caught.value)
     assert is_commit_conflict(caught.value.__cause__)
@@ -81,9 +81,20 @@ def test_a_real_commit_conflict_becomes_a_transient_error(store, tmp_path):
 
 def test_other_runtime_errors_are_not_retried():
     with pytest.raises(RuntimeError, match="corrupt"):
-        with conflicts_are_transient("optimizing chunks"):
+        with failures_are_transient("optimizing chunks"):
             raise RuntimeError("lance error: corrupt file")
     assert not is_commit_conflict(ValueError("Retryable commit conflict"))  # only LanceDB's RuntimeError
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [OSError(5, "Input/output error"), RuntimeError("lance error: LanceError(IO): Generic S3 error: list request")],
+)
+def test_failed_io_requests_are_transient(failure):
+    with pytest.raises(TransientError, match="optimizing chunks") as caught:
+        with failures_are_transient("optimizing chunks"):
+            raise failure
+    assert is_retryable(caught.value) and caught.value.__cause__ is failure
 
 
 # -- maintenance ----------------------------------------------------------------------------

@@ -87,7 +87,7 @@ class Settings(BaseSettings):
         ge=60,  # the server's minimum
         description=(
             "Lease on the writer slot, renewed while the holder lives: with a lasting Prefect server a killed "
-            "run's slot comes back this long after the kill (plus the server's 15 s check)."
+            "run's slot comes back at most this long after the kill (plus the server's 15 s check)."
         ),
     )
 

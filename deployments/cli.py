@@ -18,8 +18,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 if TYPE_CHECKING:  # imported by the commands that need them: the CLI starts fast
-    from flows.ingest import Progress as ProgressCallback
-    from tasks.settings import Settings
+    from citesum.flows.ingest import Progress as ProgressCallback
+    from citesum.tasks.settings import Settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited summaries of a PDF corpus.")
 err = Console(stderr=True)
@@ -31,7 +31,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 def make_settings(**overrides):
     """Settings from CITESUM_* variables, with the options given on the command line on top."""
-    from tasks.settings import Settings
+    from citesum.tasks.settings import Settings
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -42,8 +42,8 @@ def make_settings(**overrides):
 def open_store(uri: str):
     """The store at ``uri``, or exit 2 when there is none or it cannot be opened (e.g. an object store without its
     variables)."""
-    from tasks.errors import ConfigurationError
-    from tasks.store import LanceStore
+    from citesum.tasks.errors import ConfigurationError
+    from citesum.tasks.store.lance import LanceStore
 
     try:
         return LanceStore.existing(uri)
@@ -70,7 +70,7 @@ def ingest(
     json_output: JsonOption = False,
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
-    from tasks import report as reports
+    from citesum.tasks.ingest import report as reports
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
     if json_output or not err.is_terminal:
@@ -93,8 +93,8 @@ def ingest(
 
 def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None):
     """The ingestion flow's final state; a runner setting it cannot use exits 2 before any run."""
-    from flows.ingest import run_ingest
-    from tasks.errors import ConfigurationError
+    from citesum.flows.ingest import run_ingest
+    from citesum.tasks.errors import ConfigurationError
 
     try:
         return run_ingest(str(path) if path else None, settings, on_progress)
@@ -147,7 +147,7 @@ def forget(
     json_output: JsonOption = False,
 ):
     """Remove a document's chunks and record; with --purge, its text is gone from disk too."""
-    from flows.maintain import run_forget
+    from citesum.flows.maintain import run_forget
 
     settings = make_settings(db=db)
     erasure = outcome(run_forget(document_id, purge, settings), "forget")  # exit 2 for an id not stored
@@ -175,8 +175,8 @@ def maintain(
     json_output: JsonOption = False,
 ):
     """Compact the store, refresh its indexes, remove old versions; build the vector index when it is large."""
-    from flows.maintain import run_maintain
-    from tasks.maintain import maintenance_markdown
+    from citesum.flows.maintain import run_maintain
+    from citesum.tasks.store.maintain import maintenance_markdown
 
     settings = make_settings(db=db)
     report = outcome(run_maintain(settings, purge), "maintenance")
@@ -196,7 +196,7 @@ def summarize(
     json_output: JsonOption = False,
 ):
     """Summarize stored documents; every sentence cites its document and page."""
-    from flows.summarize import run_summarize
+    from citesum.flows.summarize import run_summarize
 
     settings = make_settings(db=db)
     summary = outcome(run_summarize(question, doc, mode, synth, settings), "summarization")
@@ -215,10 +215,10 @@ def evaluate(
     json_output: JsonOption = False,
 ):
     """Measure retrieval and rerank against questions with known evidence pages."""
-    from tasks import evaluate as evaluation
-    from tasks.embed import load_embedder
-    from tasks.rerank import load_reranker
-    from tasks.store import LanceStore
+    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.store.lance import LanceStore
+    from citesum.tasks.summarize import evaluate as evaluation
+    from citesum.tasks.summarize.rerank import load_reranker
 
     if not questions.is_file():
         fail(f"{questions}: no such questions file", 2)
@@ -251,7 +251,7 @@ def serve(
     limit: Annotated[int | None, typer.Option(min=1, help="Most flow runs at the same time.")] = None,
 ):
     """Serve the deployments (reindex, ingest-upload, summarize, maintain) until stopped."""
-    from deployments import serve as serving
+    from citesum.deployments import serve as serving
 
     settings = make_settings(corpus=corpus, db=db, reindex_cron=reindex_cron)
     require_prefect_server("serve")
@@ -272,7 +272,7 @@ def watch(
     import signal
     import threading
 
-    from deployments import watch as watching
+    from citesum.deployments import watch as watching
 
     settings = make_settings(inbox=inbox, corpus=corpus, watch_poll_seconds=poll)
     require_prefect_server("watch")
@@ -316,7 +316,7 @@ def print_upload(upload) -> None:
 
 def outcome(state, what: str):
     """The flow's result, or an exit: 2 for unusable input or settings, 1 for a failed run."""
-    from tasks.errors import CitesumError, ConfigurationError
+    from citesum.tasks.errors import CitesumError, ConfigurationError
 
     result = state.result(raise_on_failure=False)
     if isinstance(result, ConfigurationError):

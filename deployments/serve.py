@@ -17,17 +17,19 @@ from __future__ import annotations
 import os
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from prefect.deployments.runner import RunnerDeployment
+from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.events import DeploymentEventTrigger
 from prefect.schedules import Cron, Schedule
 
-from deployments.watch import EVENT
-from flows.ingest import ingest
-from flows.maintain import maintain as maintain_flow
-from flows.summarize import summarize
-from tasks.settings import Settings
+from citesum.deployments.watch import EVENT
+from citesum.flows.ingest import ingest
+from citesum.flows.maintain import maintain as maintain_flow
+from citesum.flows.summarize import summarize
+from citesum.tasks.settings import Settings
 
 TAGS = ["citesum"]
+# entrypoints name the installed module (citesum.flows.ingest:ingest), not a file relative to the cwd
+BY_MODULE = EntrypointType.MODULE_PATH
 LOCAL_PATHS = ("corpus", "inbox", "runs_dir", "passwords_file")
 
 
@@ -39,6 +41,7 @@ def build_deployments(settings: Settings) -> list[RunnerDeployment]:
 def reindex(settings: Settings) -> RunnerDeployment:
     # One at a time: a second full run would only find the first one's work done.
     return ingest.to_deployment(
+        entrypoint_type=BY_MODULE,
         name="reindex",
         schedules=[schedule(settings.reindex_cron, settings.schedule_timezone)],
         concurrency_limit=1,
@@ -57,6 +60,7 @@ def ingest_upload() -> RunnerDeployment:
         parameters={"path": "{{ event.payload.path }}"},
     )
     return ingest.to_deployment(
+        entrypoint_type=BY_MODULE,
         name="ingest-upload",
         triggers=[trigger],
         concurrency_limit=1,
@@ -67,6 +71,7 @@ def ingest_upload() -> RunnerDeployment:
 
 def summarize_on_demand() -> RunnerDeployment:
     return summarize.to_deployment(
+        entrypoint_type=BY_MODULE,
         name="summarize",
         description="A cited summary; run it with a question, document ids, mode and synthesizer.",
         tags=TAGS,
@@ -76,6 +81,7 @@ def summarize_on_demand() -> RunnerDeployment:
 def maintain(settings: Settings) -> RunnerDeployment:
     # One at a time: maintenance holds the writer limit for whole-table work.
     return maintain_flow.to_deployment(
+        entrypoint_type=BY_MODULE,
         name="maintain",
         schedules=[schedule(settings.maintain_cron, settings.schedule_timezone)],
         concurrency_limit=1,

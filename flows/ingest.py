@@ -17,11 +17,13 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.runners import task_runner
-from tasks import report as reports
-from tasks.embed import load_embedder
-from tasks.extract import parser_version
-from tasks.ingest_tasks import (
+from citesum.flows.runners import task_runner
+from citesum.tasks.embed import load_embedder
+from citesum.tasks.ingest import report as reports
+from citesum.tasks.ingest.pdf.extract import parser_version
+from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.ingest.report import DocumentOutcome, IngestReport
+from citesum.tasks.ingest.tasks import (
     Job,
     chunk,
     delete_missing,
@@ -32,12 +34,10 @@ from tasks.ingest_tasks import (
     refresh_indexes,
     write,
 )
-from tasks.plan import plan_ingest
-from tasks.records import DocumentRecord
-from tasks.report import DocumentOutcome, IngestReport
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.writer import WriterSlot, ensure_writer_limit
+from citesum.tasks.records import DocumentRecord
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
 
 Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
 STEPS = ("extract", "chunk", "embed", "write")

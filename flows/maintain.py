@@ -9,7 +9,9 @@ from datetime import timedelta
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from tasks.maintain import (
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.maintain import (
     Erasure,
     MaintenanceReport,
     build_vector_index,
@@ -22,9 +24,7 @@ from tasks.maintain import (
     plan_vector_index_task,
     purge,
 )
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.writer import WriterSlot, ensure_writer_limit
+from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
 
 
 @flow(name="maintain")

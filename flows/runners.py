@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from tasks.errors import ConfigurationError
-from tasks.settings import Settings
-from tasks.writer import ensure_writer_limit
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.writer import ensure_writer_limit
 
 
 @contextmanager

@@ -6,13 +6,14 @@ from prefect import flow, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from tasks import metrics
-from tasks.embed import load_embedder
-from tasks.rerank import load_reranker
-from tasks.runs import new_run_id, run_record, write_run
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.summarize_tasks import (
+from citesum.tasks.embed import load_embedder
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize import metrics
+from citesum.tasks.summarize.rerank import load_reranker
+from citesum.tasks.summarize.runs import new_run_id, run_record, write_run
+from citesum.tasks.summarize.summary import Summary, SummaryPart, candidate_rows, evidence_rows, failure_warnings
+from citesum.tasks.summarize.tasks import (
     choose_mode,
     choose_synthesizer,
     combine,
@@ -25,7 +26,6 @@ from tasks.summarize_tasks import (
     summarize_section,
     write_part,
 )
-from tasks.summary import Summary, SummaryPart, candidate_rows, evidence_rows, failure_warnings
 
 
 @flow(name="summarize", task_runner=ThreadPoolTaskRunner(max_workers=4))

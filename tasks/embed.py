@@ -10,8 +10,8 @@ from typing import Protocol
 
 import numpy as np
 
-from tasks.errors import ConfigurationError
-from tasks.settings import DEFAULT_EMBED_MODEL
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.settings import DEFAULT_EMBED_MODEL
 
 
 class Embedder(Protocol):

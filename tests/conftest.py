@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tasks.embed import load_embedder
+from citesum.tasks.embed import load_embedder
 
 
 @pytest.fixture(scope="session")

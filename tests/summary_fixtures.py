@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tasks.evidence import Candidate, Evidence
+from citesum.tasks.summarize.evidence import Candidate, Evidence
 
 
 def candidate(

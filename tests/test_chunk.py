@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.chunk import boilerplate_key, chunk_document, find_boilerplate, split_sentences
-from tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument, Page, SourceFile
+from citesum.tasks.ingest.boilerplate import boilerplate_key, find_boilerplate
+from citesum.tasks.ingest.chunk import chunk_document
+from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument, Page, SourceFile
+from citesum.tasks.text import split_sentences
 
 CountTokens = Callable[[str], int]
 MAX_TOKENS = 256  # the default model's max_seq_length; counts include [CLS] and [SEP]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tasks.compose import write_section
-from tasks.evidence import CitedSentence, Draft, Evidence
-from tasks.ollama import OllamaSynthesizer
-from tasks.validate import LIMITED_COVERAGE, validate
+from citesum.tasks.summarize.compose import write_section
+from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer
+from citesum.tasks.summarize.validate import LIMITED_COVERAGE, validate
 from tests.fake_ollama import MODEL, FakeOllama, Reply
 from tests.summary_fixtures import evidence_of
 

@@ -7,7 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from tasks.evaluate import (
+from citesum.tasks.records import Chunk, DocumentRecord
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.evaluate import (
     EvalReport,
     Question,
     QuestionResult,
@@ -19,11 +22,8 @@ from tasks.evaluate import (
     metrics,
     page_recall,
 )
-from tasks.evidence import Candidate, Evidence
-from tasks.records import Chunk, DocumentRecord
-from tasks.rerank import label
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.rerank import label
 
 PAGES = {
     1: "Revenue grew in every segment as demand for industrial adhesives recovered.",

@@ -19,8 +19,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from tasks.errors import DocumentError
-from tasks.extract import (
+from citesum.tasks.errors import DocumentError
+from citesum.tasks.ingest.pdf.extract import (
     discover_sources,
     extract_document,
     extract_with_time_limit,
@@ -29,7 +29,7 @@ from tasks.extract import (
     parser_version,
     source_for,
 )
-from tasks.records import ExtractedDocument, Page, SourceFile
+from citesum.tasks.records import ExtractedDocument, Page, SourceFile
 
 ROBUSTNESS = Path(__file__).resolve().parents[2] / "shared/eval/robustness"
 CASES = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tasks.extractive import ExtractiveSynthesizer, normalize_space
-from tasks.synthesize import MergeRequest, SynthesisRequest
-from tasks.validate import validate
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, normalize_space
+from citesum.tasks.summarize.validate import validate
 from tests.summary_fixtures import evidence
 
 TERMINATION = (

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from prefect.states import Failed
 
-from tasks.errors import ConfigurationError, DocumentError, TransientError
-from tasks.ingest_tasks import embed_with_reuse, load_passwords, retry_transient
-from tasks.records import Problem, lost_pages
+from citesum.tasks.errors import ConfigurationError, DocumentError, TransientError
+from citesum.tasks.ingest.tasks import embed_with_reuse, load_passwords
+from citesum.tasks.policy import retry_transient
+from citesum.tasks.records import Problem, lost_pages
 
 
 def test_only_transient_errors_are_retried():

@@ -10,8 +10,12 @@ import lancedb
 import numpy as np
 import pytest
 
-from tasks.errors import ConfigurationError, TransientError, is_retryable
-from tasks.maintain import (
+from citesum.tasks.errors import ConfigurationError, TransientError, is_retryable
+from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.records import Chunk, DocumentRecord, SourceFile
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore, failures_are_transient, is_commit_conflict
+from citesum.tasks.store.maintain import (
     Erasure,
     MaintenanceReport,
     erasure_log_line,
@@ -21,10 +25,6 @@ from tasks.maintain import (
     vector_index_config,
     vector_index_plan,
 )
-from tasks.plan import plan_ingest
-from tasks.records import Chunk, DocumentRecord, SourceFile
-from tasks.settings import Settings
-from tasks.store import LanceStore, failures_are_transient, is_commit_conflict
 from tests.summary_fixtures import files_holding
 
 DIMENSION = 384

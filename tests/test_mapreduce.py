@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tasks.evidence import CitedSentence, Draft
-from tasks.mapreduce import batches, reduce_points
-from tasks.synthesize import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.evidence import CitedSentence, Draft
+from citesum.tasks.summarize.mapreduce import batches, reduce_points
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 
 
 @dataclass

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.compose import Attempt, Section
-from tasks.evidence import CitedSentence, Draft
-from tasks.metrics import citation_rate, evidence_coverage, summary_metrics, topic_coverage
-from tasks.summary import SummaryPart
-from tasks.validate import validate
+from citesum.tasks.summarize.compose import Attempt, Section
+from citesum.tasks.summarize.evidence import CitedSentence, Draft
+from citesum.tasks.summarize.metrics import citation_rate, evidence_coverage, summary_metrics, topic_coverage
+from citesum.tasks.summarize.summary import SummaryPart
+from citesum.tasks.summarize.validate import validate
 from tests.summary_fixtures import evidence
 
 TEXTS = ("Rent is due monthly in advance.", "Notice must be given in writing.", "The deposit is two months of rent.")

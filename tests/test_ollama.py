@@ -10,12 +10,17 @@ from typing import Any
 
 import pytest
 
-from tasks.errors import CitesumError, ConfigurationError, TransientError, is_retryable
-from tasks.evidence import Evidence
-from tasks.ollama import OllamaSynthesizer, parse_retry_after, probe_ollama, resolve_ollama_host
-from tasks.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN
-from tasks.settings import Settings
-from tasks.synthesize import SynthesisRequest
+from citesum.tasks.errors import CitesumError, ConfigurationError, TransientError, is_retryable
+from citesum.tasks.settings import Settings
+from citesum.tasks.summarize.evidence import Evidence
+from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
+from citesum.tasks.summarize.synthesizers.ollama import (
+    OllamaSynthesizer,
+    parse_retry_after,
+    probe_ollama,
+    resolve_ollama_host,
+)
+from citesum.tasks.summarize.synthesizers.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN
 from tests.fake_ollama import MODEL, FakeOllama, Recorded, Reply
 from tests.summary_fixtures import evidence_of
 

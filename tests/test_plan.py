@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from tasks.plan import plan_ingest
-from tasks.records import DocumentRecord, SourceFile
+from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.records import DocumentRecord, SourceFile
 
 
 def record(doc_id: str, version: str, source: str, settings: str = "s1") -> DocumentRecord:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tasks.evidence import Evidence
-from tasks.prompts import (
+from citesum.tasks.summarize.evidence import Evidence
+from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
+from citesum.tasks.summarize.synthesizers.prompts import (
     EVIDENCE_CLOSE,
     EVIDENCE_OPEN,
     NOT_STATED,
@@ -14,7 +15,6 @@ from tasks.prompts import (
     parse_draft,
     render_prompt,
 )
-from tasks.synthesize import SynthesisRequest
 from tests.summary_fixtures import evidence_of
 
 

@@ -7,10 +7,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tasks.embed import resolve_model_path
-from tasks.errors import ConfigurationError
-from tasks.evidence import Candidate
-from tasks.rerank import (
+from citesum.tasks.embed import resolve_model_path
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.settings import DEFAULT_EMBED_MODEL
+from citesum.tasks.summarize.evidence import Candidate
+from citesum.tasks.summarize.rerank import (
     CrossEncoderReranker,
     LocalReranker,
     LocalWeights,
@@ -19,7 +20,6 @@ from tasks.rerank import (
     label,
     load_reranker,
 )
-from tasks.settings import DEFAULT_EMBED_MODEL
 
 QUESTION = "How much did the company spend on capital expenditure in 2018?"
 TEXTS = [

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.records import Chunk, DocumentRecord
-from tasks.retrieve import (
+from citesum.tasks.records import Chunk, DocumentRecord
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.retrieve import (
     RRF_CONSTANT,
     candidate_of,
     dense_candidates,
@@ -17,7 +18,6 @@ from tasks.retrieve import (
     query_views,
     retrieve,
 )
-from tasks.store import LanceStore
 
 FILLER = [
     "Revenue grew in every segment as demand for industrial adhesives recovered.",

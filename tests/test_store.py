@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.errors import ConfigurationError
-from tasks.records import Chunk, DocumentRecord
-from tasks.store import LanceStore, chunk_schema, embedding_key
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.records import Chunk, DocumentRecord
+from citesum.tasks.store.lance import LanceStore, chunk_schema, embedding_key
 
 
 def chunks_of(doc_id: str, version: str, texts: list[str]) -> list[Chunk]:

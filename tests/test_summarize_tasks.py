@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.errors import ConfigurationError
-from tasks.summarize_tasks import choose_mode
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.summarize.tasks import choose_mode
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.topics import MAX_TOPICS, characteristic_terms, sections, topics_from_clusters, topics_from_headings
+from citesum.tasks.summarize.topics import (
+    MAX_TOPICS,
+    characteristic_terms,
+    sections,
+    topics_from_clusters,
+    topics_from_headings,
+)
 
 SECTIONS = [f"{n} Section {n}" for n in range(1, 14)]
 

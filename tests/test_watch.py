@@ -9,7 +9,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from deployments.watch import (
+from citesum.deployments.watch import (
     STATE_FILE,
     Observation,
     Upload,

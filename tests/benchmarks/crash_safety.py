@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CITESUM = [sys.executable, "-c", "from deployments.cli import main; main()"]
+CITESUM = [sys.executable, "-c", "from citesum.deployments.cli import main; main()"]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 MISSED = "run finished before the kill"
 TASKS = ("extract", "chunk", "embed", "write", "delete-missing", "refresh-indexes")
@@ -235,7 +235,7 @@ def rerun(corpus: Path, db: Path, env: dict, timeout: float) -> dict:
 
 def check_store(db: Path, expected_versions: dict[str, str]) -> dict[str, list[str]]:
     """Each check's failures (empty lists when the store is consistent)."""
-    from tasks.store import LanceStore
+    from citesum.tasks.store.lance import LanceStore
 
     store = LanceStore(str(db))
     records = store.documents()

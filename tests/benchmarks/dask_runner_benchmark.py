@@ -40,8 +40,8 @@ def figures_of(corpus: Path, settings) -> dict:
 
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script.
-    from tasks.settings import Settings
-    from tasks.writer import ensure_writer_limit
+    from citesum.tasks.settings import Settings
+    from citesum.tasks.store.writer import ensure_writer_limit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path, nargs="?")

@@ -27,7 +27,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
 def timed_ingest(corpus: Path, settings):
-    from flows.ingest import run_ingest
+    from citesum.flows.ingest import run_ingest
 
     started = time.perf_counter()
     state = run_ingest(str(corpus), settings)
@@ -41,10 +41,10 @@ def timed_ingest(corpus: Path, settings):
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
-    from tasks.embed import load_embedder
-    from tasks.settings import Settings
-    from tasks.store import LanceStore
-    from tasks.writer import ensure_writer_limit
+    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.settings import Settings
+    from citesum.tasks.store.lance import LanceStore
+    from citesum.tasks.store.writer import ensure_writer_limit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)

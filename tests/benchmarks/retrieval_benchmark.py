@@ -3,7 +3,7 @@
     python tests/benchmarks/retrieval_benchmark.py ../shared/eval/financebench/questions.jsonl \\
         --db /work/stores/financebench
 
-Runs ``tasks.evaluate.evaluate`` (each question within its own document(s)) and prints the figures as
+Runs ``citesum.tasks.summarize.evaluate.evaluate`` (each question within its own document(s)) and prints the figures as
 JSON, then how they stand against the targets:
 - candidate hit@50 at least 0.95;
 - evidence hit@8 after reranking at least 10 points above the dense-only hit@8 of the same run;
@@ -44,11 +44,11 @@ def against_targets(figures: dict, evidence_k: int) -> dict:
 
 def main() -> None:
     # Imported here: a spawned child process re-imports this script and must not load the model for nothing.
-    from tasks.embed import load_embedder
-    from tasks.evaluate import evaluate, load_questions
-    from tasks.rerank import load_reranker
-    from tasks.settings import Settings
-    from tasks.store import LanceStore
+    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.settings import Settings
+    from citesum.tasks.store.lance import LanceStore
+    from citesum.tasks.summarize.evaluate import evaluate, load_questions
+    from citesum.tasks.summarize.rerank import load_reranker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("questions", type=Path)

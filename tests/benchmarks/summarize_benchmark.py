@@ -19,13 +19,13 @@ import time
 
 def main() -> None:
     # Heavy imports stay inside main: extraction children are spawned and re-import __main__.
-    from flows.summarize import run_summarize
-    from tasks.embed import load_embedder
-    from tasks.evaluate import load_questions
-    from tasks.rerank import load_reranker
-    from tasks.settings import Settings
-    from tasks.store import LanceStore
-    from tasks.summarize_tasks import choose_synthesizer, retrieve_candidates, select_evidence, write_part
+    from citesum.flows.summarize import run_summarize
+    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.settings import Settings
+    from citesum.tasks.store.lance import LanceStore
+    from citesum.tasks.summarize.evaluate import load_questions
+    from citesum.tasks.summarize.rerank import load_reranker
+    from citesum.tasks.summarize.tasks import choose_synthesizer, retrieve_candidates, select_evidence, write_part
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("questions")

@@ -81,7 +81,7 @@ def unit(vectors: np.ndarray) -> np.ndarray:
 
 
 def embedded_vectors(rows: int, queries: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, str]:
-    from tasks.embed import load_embedder
+    from citesum.tasks.embed import load_embedder
 
     texts = sentences()
     rng.shuffle(texts)
@@ -100,7 +100,7 @@ def random_vectors(rows: int, queries: int, rng: np.random.Generator) -> tuple[n
 
 
 def fill(store, vectors: np.ndarray) -> float:
-    from tasks.records import Chunk, DocumentRecord
+    from citesum.tasks.records import Chunk, DocumentRecord
 
     started = time.perf_counter()
     for first in range(0, len(vectors), PER_DOCUMENT):
@@ -134,8 +134,8 @@ def recall(found: list[list[str]], exact: list[list[str]]) -> float:
 
 
 def main() -> None:
-    from tasks.maintain import vector_index_config
-    from tasks.store import VECTOR_REFINE_FACTOR, LanceStore
+    from citesum.tasks.store.lance import VECTOR_REFINE_FACTOR, LanceStore
+    from citesum.tasks.store.maintain import vector_index_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)

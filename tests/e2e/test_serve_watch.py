@@ -33,10 +33,10 @@ from prefect.deployments import run_deployment
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from deployments.serve import build_deployments, run_environment
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.deployments.cli import app
+from citesum.deployments.serve import build_deployments, run_environment
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
 
 BIN = Path(sys.executable).parent
 TEST_BUDGET_SECONDS = 240  # the whole service test, after the server is up

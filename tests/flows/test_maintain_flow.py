@@ -7,12 +7,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from flows.ingest import run_ingest
-from flows.maintain import run_forget, run_maintain
-from tasks.maintain import Erasure, MaintenanceReport
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.deployments.cli import app
+from citesum.flows.ingest import run_ingest
+from citesum.flows.maintain import run_forget, run_maintain
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.maintain import Erasure, MaintenanceReport
 from tests.summary_fixtures import files_holding
 
 AGREEMENT = "services_agreement.pdf"

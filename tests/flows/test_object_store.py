@@ -19,13 +19,13 @@ from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_
 from typer.testing import CliRunner
 from werkzeug.serving import make_server
 
-from deployments.cli import app
-from flows.ingest import run_ingest
-from tasks.errors import ConfigurationError, TransientError
-from tasks.records import Chunk, DocumentRecord
-from tasks.report import IngestReport
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.deployments.cli import app
+from citesum.flows.ingest import run_ingest
+from citesum.tasks.errors import ConfigurationError, TransientError
+from citesum.tasks.ingest.report import IngestReport
+from citesum.tasks.records import Chunk, DocumentRecord
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
 
 BUCKET = "citesum-test"
 REGION = "us-east-1"

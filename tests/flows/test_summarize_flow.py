@@ -10,13 +10,13 @@ from prefect import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from typer.testing import CliRunner
 
-from deployments.cli import app
-from flows.ingest import run_ingest
-from flows.summarize import run_summarize
-from tasks.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, SYSTEM_PROMPT
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.summary import Summary
+from citesum.deployments.cli import app
+from citesum.flows.ingest import run_ingest
+from citesum.flows.summarize import run_summarize
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.summary import Summary
+from citesum.tasks.summarize.synthesizers.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, SYSTEM_PROMPT
 from tests.fake_ollama import MODEL, FakeOllama, Reply
 
 AGREEMENT = "services_agreement.pdf"

@@ -7,10 +7,10 @@ import time
 import pytest
 from prefect import get_client
 
-from flows.ingest import run_ingest
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.writer import RESET_COMMAND, WRITER_LIMIT, WriterBusyError, WriterSlot, ensure_writer_limit
+from citesum.flows.ingest import run_ingest
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.writer import RESET_COMMAND, WRITER_LIMIT, WriterBusyError, WriterSlot, ensure_writer_limit
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ from typing import Literal
 from lancedb.index import IvfPq
 from prefect import get_run_logger, task
 
-from tasks.errors import ConfigurationError
-from tasks.ingest_tasks import STEP
-from tasks.settings import Settings
-from tasks.store import CHUNKS, LanceStore, TableState
-from tasks.writer import WriterSlot
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.policy import STEP
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import CHUNKS, LanceStore, TableState
+from citesum.tasks.store.writer import WriterSlot
 
 VectorAction = Literal["none", "build", "rebuild", "fold"]
 

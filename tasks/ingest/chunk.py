@@ -24,110 +24,19 @@ Conventions (what the tests hold the code to):
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby, islice
 
-from tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument, Page
+from citesum.tasks.ingest.boilerplate import find_boilerplate, strip_boilerplate, text_blocks
+from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument
+from citesum.tasks.text import split_sentences
 
 CountTokens = Callable[[str], int]
 
-# Running headers and footers sit among the first or last few blocks of a page. In the
-# FinanceBench 10-Ks they hold 90-100% of their occurrences there, while repeated table
-# labels ("(a)", "(in millions)") sit mostly mid-page.
-EDGE_BLOCKS = 3
-EDGE_SHARE = 0.8
-# Some running headers cover only one part of a filing: the financial-statement pages
-# ("F-12", "Notes to consolidated financial statements (continued)") are 20-30% of a 10-K.
-PAGE_SHARE = 0.2
-
-# A page number is a run of 1-3 digits ("Page 3 of 6", "- 4 -", "F-12"). Years and
-# formatted amounts ("2019", "1,234", "12.5") stay literal, so a table's column labels
-# are not mistaken for a footer.
-_PAGE_NUMBER = re.compile(r"(?<![\d,.])\d{1,3}(?![\d,.])")
-
-_ABBREVIATIONS = frozenset(
-    "inc corp co ltd llc plc no nos mr mrs ms dr prof st jr sr vs cf al approx dept est fig "
-    "figs sec art ch para pp p vol rev ref op jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-# A sentence ends at ".", "!" or "?" (closing quotes and brackets included) followed by
-# whitespace; ``word`` is the token the terminator closes, ``next`` the first character after.
-_SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
-_DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 _WORD = re.compile(r"\S+")
 _SPACE = re.compile(r"\s*")
-
-
-def boilerplate_key(text: str) -> str:
-    """The form in which repeated text is compared: whitespace- and case-folded, page numbers as '#'."""
-    return _PAGE_NUMBER.sub("#", " ".join(text.split()).lower())
-
-
-def find_boilerplate(pages: Sequence[Page], min_pages: int) -> frozenset[str]:
-    """Keys of running headers and footers: text at a page edge on many pages.
-
-    A key qualifies when it is among the first or last ``EDGE_BLOCKS`` blocks of at least
-    ``min_pages`` pages and of ``PAGE_SHARE`` of the pages with text, and sits at an edge
-    on ``EDGE_SHARE`` of the pages where it occurs at all.
-    """
-    with_text = [blocks for page in pages if (blocks := _text_blocks(page))]
-    anywhere: Counter[str] = Counter()
-    at_edge: Counter[str] = Counter()
-    for blocks in with_text:
-        anywhere.update({boilerplate_key(b.text) for b in blocks})
-        edges = blocks[:EDGE_BLOCKS] + blocks[-EDGE_BLOCKS:]
-        at_edge.update({boilerplate_key(b.text) for b in edges})
-    return frozenset(
-        key
-        for key, count in at_edge.items()
-        if count >= min_pages and count >= PAGE_SHARE * len(with_text) and count >= EDGE_SHARE * anywhere[key]
-    )
-
-
-def strip_boilerplate(page: Page, boilerplate: frozenset[str]) -> list[Block]:
-    """The page's text blocks less the boilerplate among its first and last ``EDGE_BLOCKS``.
-
-    The rule that finds running text removes it: the same text in mid-page is content
-    (a table label), and a stray block after a footer does not shield it.
-    """
-    blocks = _text_blocks(page)
-    edge = set(range(EDGE_BLOCKS)) | set(range(len(blocks) - EDGE_BLOCKS, len(blocks)))
-    return [b for i, b in enumerate(blocks) if i not in edge or boilerplate_key(b.text) not in boilerplate]
-
-
-def _text_blocks(page: Page) -> list[Block]:
-    return [b for b in page.blocks if b.text.strip()]
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences of ``text``, trimmed of whitespace.
-
-    Together the spans hold every non-whitespace character. A period after an
-    abbreviation ("Inc.", "No. 5"), an initial or a dotted abbreviation ("e.g.") or one
-    followed by a lower-case word does not end a sentence; "12.2" has no space to split at.
-    """
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)]
-    bounds = zip([0, *cuts], [*cuts, len(text)], strict=True)
-    return [span for start, end in bounds if (span := _trim(text, start, end))]
-
-
-def _ends_sentence(match: re.Match[str]) -> bool:
-    if match["next"].islower():
-        return False
-    if match["stop"] != ".":
-        return True
-    word = match["word"].lstrip("([{\"'\u201c\u2018")
-    return word.lower() not in _ABBREVIATIONS and not _DOTTED.fullmatch(word + ".")
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
 
 
 @dataclass(frozen=True)
@@ -202,7 +111,7 @@ def chunk_document(
     blocks = [b for page in extracted.pages for b in strip_boilerplate(page, boilerplate)]
     if not blocks:  # nothing but repeated text: then it is the content, not a running header
         boilerplate = frozenset()
-        blocks = [b for page in extracted.pages for b in _text_blocks(page)]
+        blocks = [b for page in extracted.pages for b in text_blocks(page)]
     drafts = _Sectioner(budget, overlap_sentences).run(blocks)
     chunks = _to_chunks(extracted, (d for draft in drafts for d in _enforce(draft, budget)))
     return ChunkedDocument(extracted=extracted, chunks=chunks, boilerplate=tuple(sorted(boilerplate)))

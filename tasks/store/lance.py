@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, BTree, IvfPq
 
-from tasks.errors import ConfigurationError, TransientError
-from tasks.records import Chunk, DocumentRecord, Problem, sha256_hex
+from citesum.tasks.errors import ConfigurationError, TransientError
+from citesum.tasks.records import Chunk, DocumentRecord, Problem, sha256_hex
 
 CHUNKS = "chunks"
 DOCUMENTS = "documents"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass
 
-from tasks.records import Problem, lost_pages
+from citesum.tasks.records import Problem, lost_pages
 
 # outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
 # not written (or not deleted); the run that reads the file as it is now writes it.

@@ -14,20 +14,27 @@ from prefect import get_client, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import ObjectNotFound
 
-from tasks import mapreduce
-from tasks.compose import Section, write_section
-from tasks.embed import Embedder
-from tasks.errors import ConfigurationError
-from tasks.evidence import Candidate, Evidence
-from tasks.extractive import ExtractiveSynthesizer
-from tasks.ingest_tasks import retry_transient
-from tasks.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
-from tasks.rerank import Reranker
-from tasks.retrieve import candidate_of, document_filter, retrieve
-from tasks.settings import Settings
-from tasks.store import LanceStore
-from tasks.synthesize import Synthesizer
-from tasks.topics import Topic, document_titles, sections, top_section, topics_from_clusters, topics_from_headings
+from citesum.tasks.embed import Embedder
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.policy import retry_transient
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize import mapreduce
+from citesum.tasks.summarize.compose import Section, write_section
+from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.rerank import Reranker
+from citesum.tasks.summarize.retrieve import candidate_of, document_filter, retrieve
+from citesum.tasks.summarize.synthesizers.base import Synthesizer
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
+from citesum.tasks.summarize.topics import (
+    Topic,
+    document_titles,
+    sections,
+    top_section,
+    topics_from_clusters,
+    topics_from_headings,
+)
 
 MODES = ("auto", "query", "topics", "exhaustive")
 SYNTHESIZERS = ("auto", "ollama", "extractive")

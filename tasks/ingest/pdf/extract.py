@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from tasks.errors import DocumentError
-from tasks.records import Block, ExtractedDocument, Page, PageMethod, Problem, SourceFile
+from citesum.tasks.errors import DocumentError
+from citesum.tasks.records import Block, ExtractedDocument, Page, PageMethod, Problem, SourceFile
 
 # PyMuPDF 2.0 imports its add-ons pymupdf.layout (onnxruntime) and pymupdf4llm when they
 # are installed: 1.6 s of its 2 s import, paid again by every spawned extraction child.

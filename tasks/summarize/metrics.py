@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tasks.compose import Section
-from tasks.summary import SummaryPart
-from tasks.validate import is_not_stated
+from citesum.tasks.summarize.compose import Section
+from citesum.tasks.summarize.summary import SummaryPart
+from citesum.tasks.summarize.validate import is_not_stated
 
 
 def citation_rate(sections: Sequence[Section]) -> float:

@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.embed import Embedder
-from tasks.evidence import Candidate, Evidence
-from tasks.rerank import Reranker
-from tasks.retrieve import dense_candidates, retrieve
-from tasks.settings import Settings
-from tasks.store import LanceStore
+from citesum.tasks.embed import Embedder
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.rerank import Reranker
+from citesum.tasks.summarize.retrieve import dense_candidates, retrieve
 
 CUTOFFS = (5, 10, 20, 50)
 DENSE_BASELINE_DEPTH = 50

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from tasks.compose import Section, validated_section
-from tasks.evidence import CitedSentence, Evidence
-from tasks.synthesize import MergeRequest, SynthesisRequest, Synthesizer
-from tasks.validate import validate
+from citesum.tasks.summarize.compose import Section, validated_section
+from citesum.tasks.summarize.evidence import CitedSentence, Evidence
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest, Synthesizer
+from citesum.tasks.summarize.validate import validate
 
 BATCH_SHARE = 0.6  # of the synthesizer's context, for the evidence or points of one call
 POINTS_PER_CHUNK = 2  # what map asks for per chunk of a batch

@@ -12,9 +12,9 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tasks.compose import Attempt
-from tasks.evidence import Candidate, Evidence
-from tasks.summary import Summary, SummaryPart
+from citesum.tasks.summarize.compose import Attempt
+from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.summary import Summary, SummaryPart
 
 
 def new_run_id() -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tasks.compose import Section
-from tasks.evidence import Candidate, Citation
-from tasks.validate import LIMITED_COVERAGE
+from citesum.tasks.summarize.compose import Section
+from citesum.tasks.summarize.evidence import Candidate, Citation
+from citesum.tasks.summarize.validate import LIMITED_COVERAGE
 
 QUERY_CAVEAT = (
     "Retrieval is not proof of coverage: this summary covers the passages most relevant to the question, "

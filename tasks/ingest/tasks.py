@@ -15,37 +15,18 @@ from pathlib import Path
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from prefect.tasks import exponential_backoff
 
-from tasks.chunk import chunk_document
-from tasks.embed import Embedder
-from tasks.errors import ConfigurationError, is_retryable
-from tasks.extract import discover_sources, extract_with_time_limit, is_current, source_for
-from tasks.plan import WorkItem
-from tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
-from tasks.report import DocumentOutcome
-from tasks.settings import Settings
-from tasks.store import ChunkStore, embedding_key
-from tasks.writer import WriterSlot
-
-
-def retry_transient(task, task_run, state) -> bool:
-    """Prefect retry condition: retry only what may pass on its own."""
-    try:
-        state.result()
-    except Exception as exc:  # the state's own exception, re-raised to inspect it
-        return is_retryable(exc)
-    return False
-
-
-# Collaborators (model, store) are task inputs: never hash or persist them.
-STEP = dict(
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    retries=2,
-    retry_delay_seconds=exponential_backoff(backoff_factor=2),
-    retry_condition_fn=retry_transient,
-)
+from citesum.tasks.embed import Embedder
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.ingest.chunk import chunk_document
+from citesum.tasks.ingest.pdf.extract import discover_sources, extract_with_time_limit, is_current, source_for
+from citesum.tasks.ingest.plan import WorkItem
+from citesum.tasks.ingest.report import DocumentOutcome
+from citesum.tasks.policy import STEP
+from citesum.tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
+from citesum.tasks.settings import Settings
+from citesum.tasks.store.lance import ChunkStore, embedding_key
+from citesum.tasks.store.writer import WriterSlot
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from tasks.evidence import CitedSentence, Draft
-from tasks.extractive import normalize_space
-from tasks.prompts import is_not_stated as says_not_stated
+from citesum.tasks.summarize.evidence import CitedSentence, Draft
+from citesum.tasks.summarize.synthesizers.extractive import normalize_space
+from citesum.tasks.summarize.synthesizers.prompts import is_not_stated as says_not_stated
 
 LIMITED_COVERAGE = "Limited coverage: some citations could not be verified"
 

@@ -53,10 +53,10 @@ from typing import Protocol
 
 import numpy as np
 
-from tasks.embed import Embedder
-from tasks.errors import ConfigurationError
-from tasks.evidence import Candidate, Evidence
-from tasks.retrieve import embed_queries, keyword_query, one_torch_thread
+from citesum.tasks.embed import Embedder
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.retrieve import embed_queries, keyword_query, one_torch_thread
 
 
 class Reranker(Protocol):

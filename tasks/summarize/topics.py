@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.validate import content_words
+from citesum.tasks.summarize.validate import content_words
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8

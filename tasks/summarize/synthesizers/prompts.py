@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from tasks.evidence import Citation, CitedSentence, Draft, Evidence
-from tasks.synthesize import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.evidence import Citation, CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 
 NOT_STATED = "Not stated in the evidence."
 EVIDENCE_OPEN = "<untrusted_evidence>"

@@ -18,13 +18,18 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import ollama
 
-from tasks.errors import CitesumError, ConfigurationError, TransientError
-from tasks.evidence import Draft
-from tasks.prompts import build_merge_messages, build_messages, parse_draft, render_prompt
-from tasks.synthesize import MergeRequest, SynthesisRequest
+from citesum.tasks.errors import CitesumError, ConfigurationError, TransientError
+from citesum.tasks.summarize.evidence import Draft
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.synthesizers.prompts import (
+    build_merge_messages,
+    build_messages,
+    parse_draft,
+    render_prompt,
+)
 
 if TYPE_CHECKING:
-    from tasks.settings import Settings
+    from citesum.tasks.settings import Settings
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 

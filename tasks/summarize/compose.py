@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from tasks.evidence import CitedSentence, Draft, Evidence
-from tasks.synthesize import SynthesisRequest, Synthesizer
-from tasks.validate import LIMITED_COVERAGE, Validation, validate
+from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.synthesizers.base import SynthesisRequest, Synthesizer
+from citesum.tasks.summarize.validate import LIMITED_COVERAGE, Validation, validate
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from prefect.concurrency.sync import concurrency
 from prefect.exceptions import MissingContextError, ObjectAlreadyExists
 from prefect.settings import get_current_settings
 
-from tasks.errors import CitesumError
-from tasks.settings import Settings
+from citesum.tasks.errors import CitesumError
+from citesum.tasks.settings import Settings
 
 WRITER_LIMIT = "citesum-writer"
 RESET_COMMAND = f"prefect gcl update {WRITER_LIMIT} --active-slots 0"

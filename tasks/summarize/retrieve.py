@@ -57,9 +57,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.embed import Embedder
-from tasks.evidence import Candidate
-from tasks.store import LanceStore, sql_string
+from citesum.tasks.embed import Embedder
+from citesum.tasks.store.lance import LanceStore, sql_string
+from citesum.tasks.summarize.evidence import Candidate
 
 # English function words. The full-text index drops its own stop words too; these go
 # first so a question made only of them yields no query rather than a useless one.

@@ -1,7 +1,7 @@
 """The synthesizer seam: evidence in, cited sentences out.
 
-Two implementations: ``tasks.ollama.OllamaSynthesizer`` (an LLM writes bullets
-citing ``[cN]``) and ``tasks.extractive.ExtractiveSynthesizer`` (verbatim
+Two implementations: ``citesum.tasks.summarize.synthesizers.ollama.OllamaSynthesizer`` (an LLM writes bullets
+citing ``[cN]``) and ``citesum.tasks.summarize.synthesizers.extractive.ExtractiveSynthesizer`` (verbatim
 sentences of the evidence, no text of its own).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from tasks.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 
 
 @dataclass(frozen=True)

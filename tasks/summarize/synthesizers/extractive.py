@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.chunk import split_sentences
-from tasks.embed import Embedder
-from tasks.evidence import CitedSentence, Draft, Evidence
-from tasks.synthesize import MergeRequest, SynthesisRequest
+from citesum.tasks.embed import Embedder
+from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.text import split_sentences
 
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[A-Za-z]{2,}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tasks.records import DocumentRecord, SourceFile
+from citesum.tasks.records import DocumentRecord, SourceFile
 
 WorkStatus = Literal["new", "updated", "renamed"]
 

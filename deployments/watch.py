@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from citesum.tasks.ingest.pdf.extract import hash_file
+from citesum.tasks.ingest.sources import hash_file
 
 EVENT = "citesum.document.uploaded"
 STATE_FILE = ".citesum-announced.json"  # hidden: never taken for an upload

@@ -20,15 +20,10 @@ import pymupdf
 import pytest
 
 from citesum.tasks.errors import DocumentError
-from citesum.tasks.ingest.pdf.extract import (
-    discover_sources,
-    extract_document,
-    extract_with_time_limit,
-    hash_file,
-    join_lines,
-    parser_version,
-    source_for,
-)
+from citesum.tasks.ingest.pdf.extract import extract_document, parser_version
+from citesum.tasks.ingest.pdf.layout import join_lines
+from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
+from citesum.tasks.ingest.sources import discover_sources, hash_file, source_for
 from citesum.tasks.records import ExtractedDocument, Page, SourceFile
 
 ROBUSTNESS = Path(__file__).resolve().parents[2] / "shared/eval/robustness"

@@ -19,9 +19,10 @@ from prefect.cache_policies import NO_CACHE
 from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
-from citesum.tasks.ingest.pdf.extract import discover_sources, extract_with_time_limit, is_current, source_for
+from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
 from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.report import DocumentOutcome
+from citesum.tasks.ingest.sources import discover_sources, is_current, source_for
 from citesum.tasks.policy import STEP
 from citesum.tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
 from citesum.tasks.settings import Settings

@@ -16,8 +16,8 @@ from pathlib import Path
 from prefect.settings import PREFECT_API_URL
 
 from citesum.flows.ingest import run_ingest
-from citesum.tasks.ingest.pdf.extract import hash_file, source_for
 from citesum.tasks.ingest.plan import WorkItem
+from citesum.tasks.ingest.sources import hash_file, source_for
 from citesum.tasks.ingest.tasks import Job, chunk, delete_missing, embed, extract, write
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore

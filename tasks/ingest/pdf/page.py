@@ -1,0 +1,85 @@
+"""One page: its text layer when readable, else OCR, else a lost page with the ``Problem`` that says why."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import pymupdf
+
+from citesum.tasks.ingest.pdf import MUPDF_ERRORS
+from citesum.tasks.ingest.pdf.layout import TextBlock, text_blocks
+from citesum.tasks.ingest.pdf.ocr import Ocr, ocr_blocks, ocr_engine
+from citesum.tasks.records import PageMethod, Problem
+
+BLANK_DPI = 36  # enough to see any ink on a page
+UNREADABLE_SHARE = 0.5  # share of U+FFFD / private-use characters that makes a page unreadable
+
+
+@dataclass(frozen=True)
+class PageText:
+    """One page's text blocks, how they were read, and what went wrong on it."""
+
+    number: int
+    method: PageMethod
+    blocks: tuple[TextBlock, ...]
+    problems: tuple[Problem, ...] = ()
+
+
+def extract_page(doc: pymupdf.Document, index: int, ocr: bool, ocr_language: str) -> PageText:
+    number = index + 1
+    try:
+        page = doc.load_page(index)
+        blocks = text_blocks(page)
+        if blocks and _unreadable_share(blocks) < UNREADABLE_SHARE:
+            return PageText(number, "text", tuple(blocks))
+        return _without_text_layer(page, number, blocks, ocr_engine(ocr, ocr_language))
+    except MUPDF_ERRORS as exc:
+        problem = Problem("page_error", f"MuPDF cannot read this page ({exc}): page not indexed", number)
+        return PageText(number, "lost", (), (problem,))
+
+
+def _without_text_layer(page: pymupdf.Page, number: int, blocks: list[TextBlock], engine: Ocr) -> PageText:
+    """OCR a page whose text layer is missing or unreadable, or record it as lost.
+
+    Unreadable text (U+FFFD / private-use glyphs from fonts without a Unicode map)
+    is OCRed like a scan: the glyphs are drawn correctly even when their codes are
+    meaningless, so OCR recovers the words (issue215.pdf: "OPENMAGAZIN").
+    """
+    if not blocks and _is_blank(page):
+        return _lost(number, "blank_page", "blank page: nothing to extract")
+    kind, reason = _missing_text(blocks)
+    if engine.tessdata is None:
+        return _lost(number, kind, f"{reason} and {engine.unavailable}: page not indexed")
+    try:
+        recognised = ocr_blocks(page, engine)
+    except MUPDF_ERRORS as exc:
+        return _lost(number, kind, f"{reason} and OCR failed ({exc}): page not indexed")
+    if not recognised:
+        return _lost(number, kind, f"{reason} and OCR found no text: page not indexed")
+    problem = Problem("ocr" if kind == "no_text_layer" else kind, f"{reason}; text from OCR", number)
+    return PageText(number, "ocr", tuple(recognised), (problem,))
+
+
+def _missing_text(blocks: list[TextBlock]) -> tuple[str, str]:
+    """The problem kind and reason for a page without usable text."""
+    if not blocks:
+        return "no_text_layer", "no text layer"
+    share = _unreadable_share(blocks)
+    return "unreadable_text", f"text layer unreadable ({share:.0%} U+FFFD or private-use characters)"
+
+
+def _lost(number: int, kind: str, message: str) -> PageText:
+    return PageText(number, "lost", (), (Problem(kind, message, number),))
+
+
+def _is_blank(page: pymupdf.Page) -> bool:
+    # A page that renders in one colour has nothing to OCR and nothing was lost
+    return page.get_pixmap(dpi=BLANK_DPI, colorspace=pymupdf.csGRAY).is_unicolor
+
+
+def _unreadable_share(blocks: list[TextBlock]) -> float:
+    """The share of characters that are U+FFFD (no Unicode known) or private-use."""
+    chars = [c for b in blocks for c in b.text if not c.isspace()]
+    bad = sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) == "Co")
+    return bad / len(chars) if chars else 0.0

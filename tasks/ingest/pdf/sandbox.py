@@ -1,0 +1,111 @@
+"""``extract_document`` in a spawned child process under a time limit, with MuPDF's errors kept, not printed.
+
+A hang or a crash inside MuPDF costs one document. The child imports this module, so it and
+the modules it imports stay light (PyMuPDF, stdlib, records, errors).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import traceback
+from dataclasses import replace
+
+import pymupdf
+
+from citesum.tasks.errors import DocumentError
+from citesum.tasks.ingest.pdf.extract import extract_document
+from citesum.tasks.ingest.pdf.open import document_error
+from citesum.tasks.records import ExtractedDocument, Problem, SourceFile
+
+
+def extract_with_time_limit(
+    source: SourceFile,
+    *,
+    password: str | None = None,
+    ocr: bool = True,
+    ocr_language: str = "eng",
+    timeout: float,
+) -> ExtractedDocument:
+    """``extract_document`` in a child process that is killed after ``timeout`` seconds.
+
+    The child is spawned, never forked: the caller has threads (Prefect, torch) and
+    a forked copy of their locks can deadlock. A hang or a crash in MuPDF becomes a
+    ``DocumentError`` (kind "timeout" or "crashed") for this document alone. The
+    limit includes the child's start-up, about 0.35 s.
+    """
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(
+        target=_extract_in_child,
+        args=(sender, source, password, ocr, ocr_language),
+        name=f"extract {source.document_id}",
+        daemon=True,
+    )
+    process.start()
+    sender.close()  # the child now holds the only sending end: its death reads as EOF
+    try:
+        outcome = _receive(receiver, timeout)
+    finally:
+        receiver.close()
+        process.kill()  # a child that has sent its result is exiting anyway
+        process.join()
+    return _unpack(outcome, source, timeout, process.exitcode)
+
+
+def _extract_in_child(
+    sender: multiprocessing.connection.Connection,
+    source: SourceFile,
+    password: str | None,
+    ocr: bool,
+    ocr_language: str,
+) -> None:
+    # MuPDF prints its errors to stderr, where they name no file; kept instead, with the document they concern.
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    try:
+        document = extract_document(source, password=password, ocr=ocr, ocr_language=ocr_language)
+        reported = mupdf_errors()
+        if reported:
+            document = replace(document, problems=(*document.problems, Problem("mupdf_errors", reported)))
+        outcome: tuple = ("ok", document)
+    except DocumentError as exc:  # sent as fields: its constructor takes keyword arguments
+        reported = mupdf_errors()
+        outcome = ("document_error", exc.kind, f"{exc.message} ({reported})" if reported else exc.message)
+    except Exception:  # any other failure goes to the parent, which raises it there
+        outcome = ("exception", traceback.format_exc())
+    sender.send(outcome)
+    sender.close()
+
+
+def mupdf_errors(most: int = 3) -> str:
+    """MuPDF's errors since the last call (its warnings about repairs are left out), e.g. for a report."""
+    text = pymupdf.TOOLS.mupdf_warnings(reset=True)
+    lines = text.encode("utf-8", "backslashreplace").decode().splitlines()  # it may quote raw bytes (surrogates)
+    errors = list(dict.fromkeys(line for line in lines if "error" in line))
+    if not errors:
+        return ""
+    more = f"; {len(errors) - most} more" if len(errors) > most else ""
+    return "MuPDF: " + "; ".join(errors[:most]) + more
+
+
+def _receive(receiver: multiprocessing.connection.Connection, timeout: float) -> tuple:
+    if not receiver.poll(timeout):
+        return ("timeout",)
+    try:
+        return receiver.recv()
+    except EOFError:  # the child died without sending anything
+        return ("died",)
+
+
+def _unpack(outcome: tuple, source: SourceFile, timeout: float, exitcode: int | None) -> ExtractedDocument:
+    match outcome:
+        case ("ok", document):
+            return document
+        case ("document_error", kind, message):
+            raise document_error(source, kind, message)
+        case ("timeout",):
+            raise document_error(source, "timeout", f"extraction took longer than {timeout:g} s")
+        case ("exception", text):
+            raise RuntimeError(f"{source.document_id}: extraction failed in its child process:\n{text}")
+    raise document_error(source, "crashed", f"the extraction process died (exit code {exitcode})")

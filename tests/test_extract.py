@@ -13,6 +13,7 @@ import multiprocessing
 import pickle
 import re
 import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -426,8 +427,17 @@ def test_join_lines(lines, joined):
 
 
 def test_parser_version_names_pymupdf_and_mupdf():
-    assert parser_version(include_ocr=False) == f"pymupdf {pymupdf.__version__} (mupdf {pymupdf.mupdf_version})"
-    assert parser_version().startswith(parser_version(include_ocr=False))
+    assert parser_version(include_ocr=False) == f"pymupdf {pymupdf.VersionBind} (mupdf {pymupdf.VersionFitz})"
+
+
+@needs_tesseract
+def test_parser_version_names_tesseract_only_when_ocr_is_on():
+    # the installed Tesseract's own first line, e.g. "tesseract 5.3.0"
+    run = subprocess.run(["tesseract", "--version"], capture_output=True, text=True, check=True)
+    first_line = (run.stdout or run.stderr).splitlines()[0]  # older versions print it to stderr
+    tesseract = first_line.split()[1].removeprefix("v")
+    without_ocr = parser_version(include_ocr=False)
+    assert parser_version() == f"{without_ocr}, tesseract {tesseract}" != without_ocr
 
 
 def test_mupdf_errors_are_kept_with_their_document_not_printed(tmp_path, capfd):

@@ -1,8 +1,21 @@
-"""Text helpers shared by every stage: one of each, so chunking, retrieval and synthesis agree."""
+"""Text helpers shared by every stage: one of each, so chunking, retrieval and synthesis agree.
+
+- ``split_sentences`` / ``sentences``: the one sentence splitter (spans or strings), with options
+  for query clauses and table lines.
+- ``STOPWORDS``: the one list of English function words.
+- ``normalize_space``: runs of whitespace as one space, ends trimmed.
+- ``join_heading`` / ``split_heading``: the heading path format, ``"12 Termination > 12.2 Notice"``.
+- ``evidence_label`` / ``find_labels`` / ``LABEL_PATTERN``: the evidence labels ``c1``, ``c2``...
+- ``words`` and ``tokens``: two word tokenisers for two jobs. ``words`` are search terms, runs of
+  letters and digits (nothing else may reach the full-text query parser); ``tokens`` keep figures
+  whole ("1,577.00") and words with an apostrophe or hyphen ("year-end"), so a claim's numbers
+  can be checked against its evidence.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _ABBREVIATIONS = frozenset(
     "inc corp co ltd llc plc no nos mr mrs ms dr prof st jr sr vs cf al approx dept est fig "
@@ -11,19 +24,36 @@ _ABBREVIATIONS = frozenset(
 # A sentence ends at ".", "!" or "?" (closing quotes and brackets included) followed by
 # whitespace; ``word`` is the token the terminator closes, ``next`` the first character after.
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
+_CLAUSE_END = re.compile(r"[;:](?=\s)")
+_LINE_END = re.compile(r"\n")
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
+def split_sentences(text: str, *, clauses: bool = False, lines: bool = False) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text``, trimmed of whitespace.
 
     Together the spans hold every non-whitespace character. A period after an
     abbreviation ("Inc.", "No. 5"), an initial or a dotted abbreviation ("e.g.") or one
     followed by a lower-case word does not end a sentence; "12.2" has no space to split at.
+
+    ``clauses``: a ";" or ":" followed by whitespace ends a piece too. Retrieval splits a
+    question this way: its request and its topics ("...as of FY2018: what is ...") are
+    searched apart.
+    ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
     """
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)]
-    bounds = zip([0, *cuts], [*cuts, len(text)], strict=True)
+    cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
+    if clauses:
+        cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
+    if lines:
+        cuts.update(m.end() for m in _LINE_END.finditer(text))
+    ordered = sorted(cuts)
+    bounds = zip([0, *ordered], [*ordered, len(text)], strict=True)
     return [span for start, end in bounds if (span := _trim(text, start, end))]
+
+
+def sentences(text: str, *, clauses: bool = False, lines: bool = False) -> list[str]:
+    """The sentences of ``text`` as strings (see ``split_sentences``)."""
+    return [text[start:end] for start, end in split_sentences(text, clauses=clauses, lines=lines)]
 
 
 def _ends_sentence(match: re.Match[str]) -> bool:
@@ -41,3 +71,69 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if start < end else None
+
+
+# English function words: dropped from search queries, from the words a generated sentence
+# must share with its evidence, and from the terms that name a topic.
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each either few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just may me might more most
+    must my myself no nor not now of off on once only or other our ours ourselves out over own per same shall she
+    should so some such than that the their theirs them themselves then there these they this those through to
+    too under until up upon very was we were what when where which while who whom why will with within without
+    would you your yours yourself yourselves""".split()
+)
+
+
+def normalize_space(text: str) -> str:
+    """Every run of whitespace (line breaks included) as one space, without leading or trailing space."""
+    return " ".join(text.split())
+
+
+HEADING_SEPARATOR = " > "
+
+
+def join_heading(parts: Iterable[str]) -> str:
+    """A heading path from its headings, outermost first: ``"12 Termination > 12.2 Notice"``."""
+    return HEADING_SEPARATOR.join(parts)
+
+
+def split_heading(path: str) -> list[str]:
+    """The headings of a heading path, outermost first; empty parts dropped, "" gives []."""
+    return [part.strip() for part in path.split(HEADING_SEPARATOR) if part.strip()]
+
+
+# Evidence is labelled c1, c2, ... in the order it is given to the synthesizer; models answer
+# in any case ("[C2]"), so labels are found case-insensitively and compared in lower case.
+LABEL_PATTERN = r"c\d+"
+_LABEL = re.compile(LABEL_PATTERN, re.IGNORECASE)
+
+
+def evidence_label(position: int) -> str:
+    """The label of the evidence at ``position``, counted from 1: ``evidence_label(3) == "c3"``."""
+    return f"c{position}"
+
+
+def find_labels(text: str) -> list[str]:
+    """Every evidence label in ``text``, in order, lower-cased: ``"[C1][c3]"`` gives ``["c1", "c3"]``."""
+    return [label.lower() for label in _LABEL.findall(text)]
+
+
+_WORD = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d")
+
+
+def words(text: str) -> list[str]:
+    """Runs of letters and digits, as written: the terms of a search ("FY2018", "don", "t")."""
+    return _WORD.findall(text)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words of two letters or more (with inner ' or -) and numbers ("1,577.00")."""
+    return _TOKEN.findall(text.lower())
+
+
+def content_words(text: str) -> list[str]:
+    """The tokens that are neither stop words nor numbers."""
+    return [t for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from citesum.tasks.ingest.boilerplate import boilerplate_key, find_boilerplate
 from citesum.tasks.ingest.chunk import chunk_document
 from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument, Page, SourceFile
-from citesum.tasks.text import split_sentences
+from citesum.tasks.text import sentences
 
 CountTokens = Callable[[str], int]
 MAX_TOKENS = 256  # the default model's max_seq_length; counts include [CLS] and [SEP]
@@ -62,10 +62,6 @@ def chunk(doc: ExtractedDocument, count_tokens: CountTokens, **kwargs) -> Chunke
     return chunk_document(doc, count_tokens=count_tokens, **kwargs)
 
 
-def sentences(text: str) -> list[str]:
-    return [text[a:b] for a, b in split_sentences(text)]
-
-
 def no_space(text: str) -> str:
     return "".join(text.split())
 
@@ -78,43 +74,6 @@ def letters(n: int) -> str:
         code += "abcdefghijklmnopqrstuvwxyz"[r]
         if not n:
             return code
-
-
-# --- sentences -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
-        ("Acme Inc. Signed it. Done.", ["Acme Inc. Signed it.", "Done."]),
-        ("See No. 5 of the lease. Next.", ["See No. 5 of the lease.", "Next."]),
-        ("Fees, e.g. Rent, are due. Next.", ["Fees, e.g. Rent, are due.", "Next."]),
-        (
-            "Section 12.2 applies. It grew 3.5 percent. Next.",
-            ["Section 12.2 applies.", "It grew 3.5 percent.", "Next."],
-        ),
-        ("Signed by J. R. Smith. Next.", ["Signed by J. R. Smith.", "Next."]),
-        ("Sold in the U.S. and Canada. Next.", ["Sold in the U.S. and Canada.", "Next."]),
-        ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
-        ("Costs rose (see Note 5.) Revenue fell.", ["Costs rose (see Note 5.)", "Revenue fell."]),
-        ("Approx. ten units etc. and more. End", ["Approx. ten units etc. and more.", "End"]),
-        ("  Line one\nwraps here.\n\nNext one.  ", ["Line one\nwraps here.", "Next one."]),
-        ("", []),
-        ("   ", []),
-    ],
-)
-def test_split_sentences(text: str, expected: list[str]) -> None:
-    assert sentences(text) == expected
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("aB1 .!?\n\"')(")) | st.characters(), max_size=200))
-def test_sentence_spans_are_ordered_trimmed_and_cover_every_character(text: str) -> None:
-    spans = split_sentences(text)
-    gaps = zip([0, *(end for _, end in spans)], [*(start for start, _ in spans), len(text)], strict=True)
-    assert all(not text[a:b].strip() for a, b in gaps)  # only whitespace falls between sentences
-    assert all(a < b and not text[a].isspace() and not text[b - 1].isspace() for a, b in spans)
 
 
 # --- headings, pages, overlap, identity -------------------------------------------------

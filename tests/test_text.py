@@ -1,0 +1,191 @@
+"""The shared text helpers: one sentence splitter, stop-word list, whitespace normaliser,
+heading-path format, evidence-label scheme and the word tokenisers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from citesum.tasks.text import (
+    HEADING_SEPARATOR,
+    STOPWORDS,
+    content_words,
+    evidence_label,
+    find_labels,
+    join_heading,
+    normalize_space,
+    sentences,
+    split_heading,
+    split_sentences,
+    tokens,
+    words,
+)
+
+# --- sentences -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
+        ("Acme Inc. Signed it. Done.", ["Acme Inc. Signed it.", "Done."]),
+        ("See No. 5 of the lease. Next.", ["See No. 5 of the lease.", "Next."]),
+        ("Fees, e.g. Rent, are due. Next.", ["Fees, e.g. Rent, are due.", "Next."]),
+        (
+            "Section 12.2 applies. It grew 3.5 percent. Next.",
+            ["Section 12.2 applies.", "It grew 3.5 percent.", "Next."],
+        ),
+        ("Signed by J. R. Smith. Next.", ["Signed by J. R. Smith.", "Next."]),
+        ("Sold in the U.S. and Canada. Next.", ["Sold in the U.S. and Canada.", "Next."]),
+        ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
+        ("Costs rose (see Note 5.) Revenue fell.", ["Costs rose (see Note 5.)", "Revenue fell."]),
+        ("Approx. ten units etc. and more. End", ["Approx. ten units etc. and more.", "End"]),
+        ("  Line one\nwraps here.\n\nNext one.  ", ["Line one\nwraps here.", "Next one."]),
+        ("Rent; fees: due. Next.", ["Rent; fees: due.", "Next."]),  # clauses only when asked
+        ("", []),
+        ("   ", []),
+    ],
+)
+def test_split_sentences(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
+    assert [text[a:b] for a, b in split_sentences(text)] == expected
+
+
+def test_clauses_split_a_question_as_retrieval_did():
+    """What retrieval's own splitter did (cut after . ? ! ; : before a space), on a FinanceBench-style question."""
+    question = (
+        "What is the FY2018 capital expenditure amount (in USD millions) for 3M? Give a response to the question "
+        "by relying on the details shown in the cash flow statement.  Round to two decimals; answer in USD: "
+        "use the 10-K."
+    )
+    assert sentences(question, clauses=True) == [
+        "What is the FY2018 capital expenditure amount (in USD millions) for 3M?",
+        "Give a response to the question by relying on the details shown in the cash flow statement.",
+        "Round to two decimals;",
+        "answer in USD:",
+        "use the 10-K.",
+    ]
+    # The one splitter's sentence rules hold in clause mode too: "Inc." ends no sentence.
+    assert sentences("Did Acme Inc. grow? Use: the 10-K.", clauses=True) == ["Did Acme Inc. grow?", "Use:", "the 10-K."]
+    assert sentences("Ratio 1:2; time 10:30", clauses=True) == ["Ratio 1:2;", "time 10:30"]  # no space, no cut
+
+
+def test_lines_split_a_chunk_into_sentences_and_table_rows_as_the_reranker_did():
+    """What the reranker's own splitter did (cut after . ! ? ; before a space, and at every line break)."""
+    chunk = "Revenue grew in 2019; costs fell.\nNet sales 2019 1,577 1,402\n\nCost of sales 2019 903 880"
+    assert sentences(chunk, clauses=True, lines=True) == [
+        "Revenue grew in 2019;",
+        "costs fell.",
+        "Net sales 2019 1,577 1,402",
+        "Cost of sales 2019 903 880",
+    ]
+    assert sentences(chunk) == [
+        "Revenue grew in 2019; costs fell.",
+        "Net sales 2019 1,577 1,402\n\nCost of sales 2019 903 880",
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("aB1 .!?;:\n\"')(")) | st.characters(), max_size=200),
+    st.booleans(),
+    st.booleans(),
+)
+def test_sentence_spans_are_ordered_trimmed_and_cover_every_character(text: str, clauses: bool, lines: bool) -> None:
+    spans = split_sentences(text, clauses=clauses, lines=lines)
+    gaps = zip([0, *(end for _, end in spans)], [*(start for start, _ in spans), len(text)], strict=True)
+    assert all(not text[a:b].strip() for a, b in gaps)  # only whitespace falls between sentences
+    assert all(a < b and not text[a].isspace() and not text[b - 1].isspace() for a, b in spans)
+    if lines:
+        assert all("\n" not in text[a:b] for a, b in spans)
+
+
+# --- stop words, whitespace -------------------------------------------------------------
+
+
+def test_one_stop_word_list_holds_what_both_old_lists_held():
+    retrieval_only = {"against", "am", "me", "myself", "now", "ours", "theirs", "yourselves"}
+    validation_only = {"also", "either", "may", "might", "must", "per", "shall", "upon", "within", "without"}
+    assert retrieval_only | validation_only <= STOPWORDS
+    assert not {"revenue", "notice", "terminate", "lease"} & STOPWORDS
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("  a\tb\n\nc  ", "a b c"), ("no\u00a0break\u2003em", "no break em"), ("", ""), (" \n ", ""), ("one", "one")],
+)
+def test_normalize_space(text: str, expected: str) -> None:
+    assert normalize_space(text) == expected
+
+
+@given(st.text(max_size=80))
+def test_normalized_space_has_no_runs_and_keeps_every_other_character(text: str) -> None:
+    normal = normalize_space(text)
+    assert normal == normal.strip() and "  " not in normal and all(c == " " or not c.isspace() for c in normal)
+    assert [c for c in normal if c != " "] == [c for c in text if not c.isspace()]
+
+
+# --- heading paths -----------------------------------------------------------------------
+
+
+def test_heading_path_joins_and_splits():
+    path = join_heading(["Lease", "12 Termination", "12.2 Notice"])
+    assert path == "Lease > 12 Termination > 12.2 Notice"
+    assert split_heading(path) == ["Lease", "12 Termination", "12.2 Notice"]
+    assert split_heading("") == [] and join_heading([]) == ""
+    assert split_heading(" Lease >  > Notice ") == ["Lease", "Notice"]  # empty parts dropped
+
+
+@given(st.lists(st.text(min_size=1, max_size=12).map(str.strip).filter(lambda t: t and ">" not in t), max_size=5))
+def test_heading_path_round_trips(parts: list[str]) -> None:
+    assert split_heading(join_heading(parts)) == parts
+    assert join_heading(parts).count(HEADING_SEPARATOR) == max(len(parts) - 1, 0)
+
+
+# --- evidence labels ---------------------------------------------------------------------
+
+
+def test_evidence_labels_are_made_and_found():
+    assert [evidence_label(i) for i in (1, 2, 12)] == ["c1", "c2", "c12"]
+    assert find_labels("[C1][c3] (c12), [c2; c5]") == ["c1", "c3", "c12", "c2", "c5"]
+    assert find_labels("no labels [1] here") == []
+    assert all(find_labels(f"[{evidence_label(i)}]") == [evidence_label(i)] for i in range(1, 30))
+
+
+# --- tokenisers --------------------------------------------------------------------------
+
+
+def test_words_are_runs_of_letters_and_digits():
+    assert words("FY2018 capex (3M), don't stop_loss; Umsatz über €5") == [
+        "FY2018",
+        "capex",
+        "3M",
+        "don",
+        "t",
+        "stop",
+        "loss",
+        "Umsatz",
+        "über",
+        "5",
+    ]
+
+
+def test_tokens_keep_figures_and_compound_words_whole():
+    assert tokens("Year-end Revenue was $1,577.00 in 2019, up 3%.") == [
+        "year-end",
+        "revenue",
+        "was",
+        "1,577.00",
+        "in",
+        "2019",
+        "up",
+        "3",
+    ]
+    assert content_words("The tenant may terminate the lease per Section 12 within 30 days.") == [
+        "tenant",
+        "terminate",
+        "lease",
+        "section",
+        "days",
+    ]

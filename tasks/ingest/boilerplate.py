@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from citesum.tasks.records import Block, Page
+from citesum.tasks.text import normalize_space
 
 # Running headers and footers sit among the first or last few blocks of a page. In the
 # FinanceBench 10-Ks they hold 90-100% of their occurrences there, while repeated table
@@ -25,7 +26,7 @@ _PAGE_NUMBER = re.compile(r"(?<![\d,.])\d{1,3}(?![\d,.])")
 
 def boilerplate_key(text: str) -> str:
     """The form in which repeated text is compared: whitespace- and case-folded, page numbers as '#'."""
-    return _PAGE_NUMBER.sub("#", " ".join(text.split()).lower())
+    return _PAGE_NUMBER.sub("#", normalize_space(text).lower())
 
 
 def find_boilerplate(pages: Sequence[Page], min_pages: int) -> frozenset[str]:

@@ -31,7 +31,7 @@ from itertools import groupby, islice
 
 from citesum.tasks.ingest.boilerplate import find_boilerplate, strip_boilerplate, text_blocks
 from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument
-from citesum.tasks.text import split_sentences
+from citesum.tasks.text import join_heading, normalize_space, split_sentences
 
 CountTokens = Callable[[str], int]
 
@@ -144,16 +144,12 @@ class _Sectioner:
         """The heading to push, or None for body text (including a heading too long for a path)."""
         if block.heading_level <= 0:
             return None
-        text = " ".join(block.text.split())
-        path = self._path([*self._parents(block.heading_level), text])
+        text = normalize_space(block.text)
+        path = join_heading([*self._parents(block.heading_level), text])
         return _Heading(block, index, text) if self.budget.tokens(path) <= self.budget.heading_room else None
 
     def _parents(self, level: int) -> list[str]:
         return [h.text for h in self.stack if h.block.heading_level < level]
-
-    @staticmethod
-    def _path(texts: Iterable[str]) -> str:
-        return " > ".join(texts)
 
     def _close(self, level: int) -> None:
         """Pop headings of ``level`` or deeper; one with no text under it becomes a chunk."""
@@ -167,7 +163,7 @@ class _Sectioner:
     def _flush(self) -> None:
         if not self.body:
             return
-        heading = self._path(h.text for h in self.stack)
+        heading = join_heading(h.text for h in self.stack)
         room = self.budget.room(heading)
         pieces = [p for index, block in self.body for p in _pieces(block, index, room, self.budget)]
         for group in _pack(pieces, room, self.overlap):

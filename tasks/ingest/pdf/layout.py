@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from citesum.tasks.text import normalize_space
+
 # Unknown glyphs come out as U+FFFD (no TEXT_USE_CID_FOR_UNKNOWN_UNICODE) so that
 # unreadable text is detectable; ligatures are expanded so "ﬁ" is searchable as "fi".
 TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
@@ -110,7 +112,7 @@ def join_lines(lines: Iterable[str]) -> str:
     'notice of termination by either party'
     """
     text = ""
-    for line in (" ".join(raw.split()) for raw in lines):
+    for line in (normalize_space(raw) for raw in lines):
         if line:
             text = _join(text, line) if text else line
     return text

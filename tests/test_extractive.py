@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, normalize_space
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.validate import validate
+from citesum.tasks.text import normalize_space
 from tests.summary_fixtures import evidence
 
 TERMINATION = (

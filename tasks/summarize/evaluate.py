@@ -34,6 +34,7 @@ from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.rerank import Reranker
 from citesum.tasks.summarize.retrieve import dense_candidates, retrieve
+from citesum.tasks.text import normalize_space
 
 CUTOFFS = (5, 10, 20, 50)
 DENSE_BASELINE_DEPTH = 50
@@ -121,12 +122,11 @@ def final_order(evidence: Sequence[Evidence], candidates: Sequence[Candidate]) -
 
 
 _NUMBER_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3})")
-_SPACES = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
     """Lower case, single spaces, no thousands separators: "1,577" and "1577" match."""
-    return _SPACES.sub(" ", _NUMBER_SEPARATOR.sub("", text.lower())).strip()
+    return normalize_space(_NUMBER_SEPARATOR.sub("", text.lower()))
 
 
 def answer_forms(answer: str) -> set[str]:

@@ -45,7 +45,6 @@ loaded from disk only (``local_files_only``; never downloaded).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -57,6 +56,7 @@ from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.retrieve import embed_queries, keyword_query, one_torch_thread
+from citesum.tasks.text import evidence_label, sentences, words
 
 
 class Reranker(Protocol):
@@ -75,7 +75,7 @@ Scored = tuple[Candidate, float, dict[str, float]]  # a chosen candidate, its sc
 
 
 def label(chosen: Sequence[Scored]) -> list[Evidence]:
-    return [Evidence(f"c{i}", c, score, signals) for i, (c, score, signals) in enumerate(chosen, 1)]
+    return [Evidence(evidence_label(i), c, score, signals) for i, (c, score, signals) in enumerate(chosen, 1)]
 
 
 def check_subset(evidence: Sequence[Evidence], candidates: Sequence[Candidate], k: int) -> list[Evidence]:
@@ -87,8 +87,8 @@ def check_subset(evidence: Sequence[Evidence], candidates: Sequence[Candidate], 
             raise RerankError(f"evidence {e.label} ({e.chunk_id[:12]}) is not one of the candidates")
         if e.chunk_id in seen:
             raise RerankError(f"evidence {e.label} repeats chunk {e.chunk_id[:12]}")
-        if e.label != f"c{i}":
-            raise RerankError(f"evidence label {e.label!r} at position {i}; expected 'c{i}'")
+        if e.label != evidence_label(i):
+            raise RerankError(f"evidence label {e.label!r} at position {i}; expected {evidence_label(i)!r}")
         seen.add(e.chunk_id)
     if len(evidence) > k:
         raise RerankError(f"{len(evidence)} pieces of evidence; at most {k} were asked for")
@@ -97,14 +97,11 @@ def check_subset(evidence: Sequence[Evidence], candidates: Sequence[Candidate], 
 
 # -- the local reranker -------------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W_]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
-
 
 def terms(text: str) -> list[str]:
     """Lower-case words with a crude plural strip, so "expenditures" meets "expenditure"."""
-    words = (w.lower() for w in _WORD.findall(text))
-    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+    lowered = (w.lower() for w in words(text))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in lowered]
 
 
 def coverage(query: Sequence[str], idf: dict[str, float], text_terms: set[str]) -> float:
@@ -128,9 +125,9 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def sentences(text: str, limit: int) -> list[str]:
-    """The chunk's sentences (or table lines), longest first when there are more than ``limit``."""
-    parts = [p.strip() for p in _SENTENCE_END.split(text) if len(p.strip()) > 20]
+def chunk_sentences(text: str, limit: int) -> list[str]:
+    """The chunk's sentences, clauses and table lines, longest first when there are more than ``limit``."""
+    parts = [p for p in sentences(text, clauses=True, lines=True) if len(p) > 20]
     return sorted(parts, key=len, reverse=True)[:limit] if len(parts) > limit else parts
 
 
@@ -203,7 +200,7 @@ class LocalReranker:
 
     def _embed_sentences(self, text: str) -> np.ndarray:
         with one_torch_thread():  # a handful of short texts: see one_torch_thread
-            return self.embedder.embed(sentences(text, self.weights.sentences_per_chunk))
+            return self.embedder.embed(chunk_sentences(text, self.weights.sentences_per_chunk))
 
     def relevance(self, signals: dict[str, np.ndarray]) -> np.ndarray:
         """Weighted mean of the min-max normalised signals, in [0, 1]."""

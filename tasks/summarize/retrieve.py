@@ -4,7 +4,8 @@
 
 1. **Query views.** The question as written, its keywords (request words such as "assume", "round",
    "answer" and English stop words removed; letters and digits only, so nothing reaches the
-   full-text query parser), and, when the question has several sentences, each sentence's keywords.
+   full-text query parser), and, when the question has several sentences or clauses (split at ";" and
+   ":" too), each one's keywords.
    All are embedded in one model call; the keywords are also the full-text query.
 2. **Searches.** One vector search per view and one BM25 search, each ``4k`` deep, each
    prefiltered to the chosen documents (``document_id IN (...)``, a BTREE-indexed column).
@@ -60,17 +61,7 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.store.lance import LanceStore, sql_string
 from citesum.tasks.summarize.evidence import Candidate
-
-# English function words. The full-text index drops its own stop words too; these go
-# first so a question made only of them yields no query rather than a useless one.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her here
-    hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off
-    on once only or other our ours ourselves out over own same she should so some such than that the their theirs
-    them themselves then there these they this those through to too under until up very was we were what when where
-    which while who whom why will with would you your yours yourself yourselves""".split()
-)
+from citesum.tasks.text import STOPWORDS, sentences, words
 
 # Words that phrase a request rather than name its topic ("Assume that you are an analyst...
 # answer in USD millions, round to two decimal places"). They match chunks at random: in
@@ -80,10 +71,9 @@ REQUEST_WORDS = frozenset(
     rely primarily mainly information info shown show shows provided provide using use used based base judgment
     judgments judgement details detail calculate calculated calculation compute computed round rounded rounding
     decimal decimals place places unit units express expressed please explain state reference referencing refer
-    consider considering following defined define definition mean means also may might whether""".split()
+    consider considering following defined define definition mean means whether""".split()
 )
 
-_TOKEN = re.compile(r"[^\W_]+")
 _LETTER_DIGIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
 
 
@@ -95,8 +85,10 @@ def keyword_query(question: str) -> str:
     contributes its parts ("FY2018" adds "FY" and "2018": filings write the year
     alone); single characters are dropped as too unspecific.
     """
+    # The full-text index drops its own stop words too; dropping them here first means a question
+    # made only of them yields no query rather than a useless one.
     kept = []
-    for word in _TOKEN.findall(question):
+    for word in words(question):
         for term in (word, *_LETTER_DIGIT.split(word)):
             if len(term) > 1 and term.lower() not in STOPWORDS and term.lower() not in REQUEST_WORDS:
                 kept.append(term)
@@ -112,7 +104,6 @@ def document_filter(document_ids: Sequence[str] | None) -> str | None:
     return f"document_id IN ({', '.join(map(sql_string, document_ids))})"
 
 
-_SENTENCE = re.compile(r"(?<=[.?!;:])\s+")
 RRF_CONSTANT = 60  # the usual constant of reciprocal-rank fusion (Cormack et al., 2009); not tuned here
 
 
@@ -132,9 +123,9 @@ def query_views(question: str) -> QueryViews:
     and each sentence's keywords lets each topic find its own page.
     """
     keywords = keyword_query(question)
-    sentences = [keyword_query(s) for s in _SENTENCE.split(question.strip())]
-    sentences = [s for s in sentences if s]
-    texts = [question, keywords, *(sentences if len(sentences) > 1 else [])]
+    parts = [keyword_query(s) for s in sentences(question, clauses=True)]
+    parts = [p for p in parts if p]
+    texts = [question, keywords, *(parts if len(parts) > 1 else [])]
     return QueryViews(tuple(dict.fromkeys(t for t in texts if t.strip())) or (question,), keywords)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from citesum.tasks.summarize.compose import Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE
+from citesum.tasks.text import evidence_label
 
 QUERY_CAVEAT = (
     "Retrieval is not proof of coverage: this summary covers the passages most relevant to the question, "
@@ -50,7 +51,7 @@ class Summary:
                 for label in sentence.citations:
                     chunk_id = evidence[label].chunk_id
                     if chunk_id not in by_chunk:
-                        by_chunk[chunk_id] = f"c{len(by_chunk) + 1}"
+                        by_chunk[chunk_id] = evidence_label(len(by_chunk) + 1)
                         table[by_chunk[chunk_id]] = Citation.of(evidence[label])
                     local[(index, label)] = by_chunk[chunk_id]
         return local, table

@@ -35,6 +35,7 @@ from citesum.tasks.summarize.topics import (
     topics_from_clusters,
     topics_from_headings,
 )
+from citesum.tasks.text import evidence_label
 
 MODES = ("auto", "query", "topics", "exhaustive")
 SYNTHESIZERS = ("auto", "ollama", "extractive")
@@ -141,7 +142,7 @@ def section_evidence(store: LanceStore, document_ids: tuple[str, ...]) -> dict[s
         grouped[_section_title(key, len(document_ids))] = []
     for position, row in enumerate(rows, 1):
         group = grouped[_section_title(top_section(row, titles), len(document_ids))]
-        group.append(Evidence(f"c{len(group) + 1}", candidate_of(row, position, 0.0, None, None), 0.0))
+        group.append(Evidence(evidence_label(len(group) + 1), candidate_of(row, position, 0.0, None, None), 0.0))
     return grouped
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citesum.tasks.summarize.validate import content_words
+from citesum.tasks.text import content_words, split_heading
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8
@@ -43,13 +43,13 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, str]:
     """Per document, a first heading shared by all its chunks (the document title), if any."""
     firsts: dict[str, set[str]] = {}
     for row in rows:
-        firsts.setdefault(row["document_id"], set()).add(_parts(row["heading"])[0] if row["heading"] else "")
+        firsts.setdefault(row["document_id"], set()).add(split_heading(row["heading"])[0] if row["heading"] else "")
     return {doc: next(iter(heads)) for doc, heads in firsts.items() if len(heads) == 1 and "" not in heads}
 
 
 def top_section(row: Mapping, titles: Mapping[str, str]) -> SectionKey:
     """The top-level section a chunk belongs to, below the document title."""
-    parts = _parts(row["heading"])
+    parts = split_heading(row["heading"])
     if parts and titles.get(row["document_id"]) == parts[0]:
         parts = parts[1:]
     return SectionKey(row["document_id"], parts[0] if parts else FRONT_MATTER)
@@ -121,7 +121,3 @@ def characteristic_terms(texts: Sequence[str], n: int = 3) -> list[list[str]]:
         [w for w, _ in sorted(c.items(), key=lambda kv: (-kv[1] * math.log(1 + len(texts) / spread[kv[0]]), kv[0]))[:n]]
         for c in counts
     ]
-
-
-def _parts(heading: str) -> list[str]:
-    return [part.strip() for part in heading.split(" > ") if part.strip()]

@@ -8,27 +8,16 @@ number it states appear in the cited chunks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from citesum.tasks.summarize.evidence import CitedSentence, Draft
-from citesum.tasks.summarize.synthesizers.extractive import normalize_space
 from citesum.tasks.summarize.synthesizers.prompts import is_not_stated as says_not_stated
+from citesum.tasks.text import content_words, normalize_space, tokens
 
 LIMITED_COVERAGE = "Limited coverage: some citations could not be verified"
 
 MIN_WORD_SUPPORT = 0.6  # share of a generated sentence's content words found in what it cites
-
-_TOKEN = re.compile(r"[a-z][a-z'-]+|\d[\d,.]*\d|\d")
-_STOPWORDS = frozenset(
-    "a about above after again all also an and any are as at be because been before being below between both but "
-    "by can could did do does doing down during each either few for from further had has have having he her here "
-    "hers him his how i if in into is it its itself just may might more most must no nor not of off on once only "
-    "or other our out over own per same shall she should so some such than that the their them then there these "
-    "they this those through to too under until up upon very was we were what when where which while who whom why "
-    "will with within without would you your".split()
-)
 
 
 def is_not_stated(sentence: CitedSentence) -> bool:
@@ -101,10 +90,6 @@ def supports(chunk_text: str, sentence: str, *, verbatim: bool) -> bool:
     return word_support(chunk_text, sentence) >= MIN_WORD_SUPPORT and numbers_supported(chunk_text, sentence)
 
 
-def content_words(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS and not t[0].isdigit()]
-
-
 def word_support(chunk_text: str, sentence: str) -> float:
     """Share of the sentence's content words (or their 5-letter stems) found in the chunk."""
     words = content_words(sentence)
@@ -116,7 +101,7 @@ def word_support(chunk_text: str, sentence: str) -> float:
 
 
 def numbers(text: str) -> set[str]:
-    return {t.replace(",", "").rstrip(".") for t in _TOKEN.findall(text) if t[0].isdigit()}
+    return {t.replace(",", "").rstrip(".") for t in tokens(text) if t[0].isdigit()}
 
 
 def numbers_supported(chunk_text: str, sentence: str) -> bool:

@@ -8,7 +8,6 @@ each came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,10 +16,7 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.text import split_sentences
-
-_SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"[A-Za-z]{2,}")
+from citesum.tasks.text import normalize_space, split_sentences, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 MAX_WORDS = 80  # longer "sentences" are run-on table rows or lists flattened by extraction
@@ -28,10 +24,6 @@ RELEVANCE_WEIGHT = 0.7  # against centrality: the instruction matters more than 
 CHUNK_WEIGHT = 0.5  # of a sentence's relevance that comes from its chunk's rerank score (the rest: its own)
 REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
 RELEVANCE_FLOOR = 0.5  # share of the best sentence's relevance a sentence needs to be kept
-
-
-def normalize_space(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
         text = item.candidate.text
         for start, end in split_sentences(text):
             sentence = normalize_space(text[start:end])
-            words = len(_WORD.findall(sentence))
+            words = sum(not t[0].isdigit() for t in tokens(sentence))
             if not MIN_WORDS <= words <= MAX_WORDS or sentence.lower() in seen:
                 continue
             seen.add(sentence.lower())

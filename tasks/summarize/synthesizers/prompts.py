@@ -18,6 +18,7 @@ import re
 
 from citesum.tasks.summarize.evidence import Citation, CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.text import LABEL_PATTERN, find_labels, normalize_space
 
 NOT_STATED = "Not stated in the evidence."
 EVIDENCE_OPEN = "<untrusted_evidence>"
@@ -43,10 +44,12 @@ Cite only labels that appear in the evidence.
 # delimiter's own name is also broken up, so no spacing variant of it survives in document text.
 _TAG_LIKE = re.compile(r"<{1,2}/?[|A-Za-z_][^<>\n]{0,100}>{1,2}")
 _DELIMITER_NAME = re.compile(r"untrusted[\s_-]*evidence", re.IGNORECASE)
-_BRACKET_LIKE = re.compile(r"\[\s*/?\s*(?:c\d+|system|user|assistant|developer|inst|sys)\s*\]", re.IGNORECASE)
+_BRACKET_LIKE = re.compile(
+    rf"\[\s*/?\s*(?:{LABEL_PATTERN}|system|user|assistant|developer|inst|sys)\s*\]", re.IGNORECASE
+)
 _GUILLEMETS = str.maketrans({"<": "‹", ">": "›", "[": "‹", "]": "›"})
 
-_LABEL = r"c\d+"
+_LABEL = LABEL_PATTERN
 _CITATION = re.compile(
     rf"\[\s*{_LABEL}(?:\s*[,;]\s*{_LABEL})*\s*\]|\(\s*{_LABEL}(?:\s*[,;]\s*{_LABEL})*\s*\)", re.IGNORECASE
 )
@@ -90,7 +93,7 @@ def _user_message(request: SynthesisRequest) -> str:
 def build_merge_messages(request: MergeRequest) -> list[dict[str, str]]:
     """Map-reduce's reduce step: merge cited points into fewer bullets that keep their citations."""
     points = "\n".join(
-        f"- {neutralise(' '.join(p.text.split()))} " + "".join(f"[{c}]" for c in p.citations) for p in request.points
+        f"- {neutralise(normalize_space(p.text))} " + "".join(f"[{c}]" for c in p.citations) for p in request.points
     )
     parts = [
         f"Task: {neutralise(request.instruction)}",
@@ -119,7 +122,7 @@ def _evidence_entry(evidence: Evidence) -> str:
 
 def _one_line(text: str) -> str:
     # A newline in a document id or heading could start a forged header line.
-    return neutralise(" ".join(text.split()))
+    return neutralise(normalize_space(text))
 
 
 def _feedback(request: SynthesisRequest) -> str:
@@ -149,11 +152,11 @@ def _is_preamble(line: str) -> bool:
 
 
 def _sentence(line: str) -> CitedSentence:
-    labels = re.findall(_LABEL, " ".join(_CITATION.findall(line)), flags=re.IGNORECASE)
-    text = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(_CITATION.sub(" ", line).split()))
-    return CitedSentence(text=text, citations=tuple(dict.fromkeys(label.lower() for label in labels)))
+    labels = find_labels(" ".join(_CITATION.findall(line)))
+    text = _SPACE_BEFORE_PUNCT.sub(r"\1", normalize_space(_CITATION.sub(" ", line)))
+    return CitedSentence(text=text, citations=tuple(dict.fromkeys(labels)))
 
 
 def is_not_stated(text: str) -> bool:
     """True for the "Not stated in the evidence." answer, whatever its case, punctuation or emphasis."""
-    return " ".join(re.sub(r"[^a-z ]", " ", text.lower()).split()) == "not stated in the evidence"
+    return normalize_space(re.sub(r"[^a-z ]", " ", text.lower())) == "not stated in the evidence"

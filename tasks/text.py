@@ -24,7 +24,7 @@ _ABBREVIATIONS = frozenset(
 # A sentence ends at ".", "!" or "?" (closing quotes and brackets included) followed by
 # whitespace; ``word`` is the token the terminator closes, ``next`` the first character after.
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
-_CLAUSE_END = re.compile(r"[;:](?=\s)")
+_CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
 _LINE_END = re.compile(r"\n")
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 
@@ -36,9 +36,9 @@ def split_sentences(text: str, *, clauses: bool = False, lines: bool = False) ->
     abbreviation ("Inc.", "No. 5"), an initial or a dotted abbreviation ("e.g.") or one
     followed by a lower-case word does not end a sentence; "12.2" has no space to split at.
 
-    ``clauses``: a ";" or ":" followed by whitespace ends a piece too. Retrieval splits a
-    question this way: its request and its topics ("...as of FY2018: what is ...") are
-    searched apart.
+    ``clauses``: a ";", ":", "?" or "!" followed by whitespace ends a piece whatever comes
+    next. Retrieval splits a question this way, so that its request and its topics are
+    searched apart: "...as of FY2018: what is ...", "...in 2023? round your answer...".
     ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}

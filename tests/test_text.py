@@ -69,6 +69,14 @@ def test_clauses_split_a_question_as_retrieval_did():
     # The one splitter's sentence rules hold in clause mode too: "Inc." ends no sentence.
     assert sentences("Did Acme Inc. grow? Use: the 10-K.", clauses=True) == ["Did Acme Inc. grow?", "Use:", "the 10-K."]
     assert sentences("Ratio 1:2; time 10:30", clauses=True) == ["Ratio 1:2;", "time 10:30"]  # no space, no cut
+    # Questions are typed in lower case: "?" ends a piece before a lower-case word too.
+    assert sentences("what is ROCE in 2023? round to three decimals", clauses=True) == [
+        "what is ROCE in 2023?",
+        "round to three decimals",
+    ]
+    assert sentences("what is ROCE in 2023? round to three decimals") == [
+        "what is ROCE in 2023? round to three decimals"
+    ]
 
 
 def test_lines_split_a_chunk_into_sentences_and_table_rows_as_the_reranker_did():

@@ -51,7 +51,7 @@ class Command(TyperCommand):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
         except Exception as exc:
             code = report_error(exc, json_output=bool(ctx.params.get("json_output")), verbose=verbose(ctx))
@@ -426,7 +426,9 @@ def progress_bar() -> Progress:
 def print_ingest_table(rows: list[dict], totals: dict) -> None:
     shown = [{k: str(v) for k, v in row.items()} for row in rows]
     headers = list(shown[0]) if shown else ["document"]
-    out.print(fitted_table("citesum ingest", headers, shown, out.width, cut="note", drop_first=("seconds",)))
+    out.print(
+        fitted_table("citesum ingest", headers, shown, out.width, cut="note", drop_first=("seconds", "pages lost"))
+    )
     out.print(", ".join(f"{k} {v}" for k, v in totals.items()), highlight=False)
 
 

@@ -21,13 +21,6 @@ def test_a_folder_without_pdfs_is_refused_and_nothing_is_created(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["emptydir"]  # no store, no runs folder
 
 
-def test_a_missing_path_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["ingest", "nope/", "--db", "db"])
-    assert result.exit_code == 2, result.output
-    assert result.stderr == "error: nope: no such file or folder\n"
-
-
 def test_with_json_an_error_is_a_json_object_on_stdout(tmp_path):
     missing = tmp_path / "no-store"
     result = CliRunner().invoke(app, ["status", "--db", str(missing), "--json"])

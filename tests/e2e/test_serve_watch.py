@@ -275,10 +275,3 @@ def test_unusable_schedules_and_folders_exit_2(tmp_path, args, message):
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert result.stderr == message.format(tmp=tmp_path.resolve()) + "\n"
-
-
-def test_an_unknown_schedule_time_zone_exits_2():
-    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-        result = CliRunner().invoke(app, ["serve"], env={"CITESUM_SCHEDULE_TIMEZONE": "Mars/Olympus"})
-    assert result.exit_code == 2, result.output
-    assert result.stderr == "error: unknown time zone 'Mars/Olympus'\n"

@@ -1,29 +1,102 @@
 """The ``citesum`` command line.
 
-Exit codes: 0 done; 1 the run failed or some document failed; 2 unusable
-input or settings (bad path, model mismatch, invalid option).
+Exit codes: 0 done; 1 the run failed or some document failed; 2 unusable input or settings (bad path, model
+mismatch, invalid option). Commands raise; ``Command.invoke`` turns an error into its exit code
+(``CitesumError.exit_code``) and one line on stderr (with ``--json`` also ``{"error": {...}}`` on stdout), and
+prints a traceback only for a bug or with ``--verbose``. Engine logs go to the Prefect API; on the terminal
+they appear only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import traceback
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperCommand
 
 if TYPE_CHECKING:  # imported by the commands that need them: the CLI starts fast
     from citesum.flows.ingest import Progress as ProgressCallback
     from citesum.tasks.settings import Settings
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited summaries of a PDF corpus.")
 err = Console(stderr=True)
 out = Console()
+
+# What the libraries a command loads print on the terminal. Quiet by default (main() sets these unless the
+# user did); --verbose turns them back on. Prefect's console handler is raised above ERROR, not its loggers,
+# so flow and task logs still reach the API (and the UI).
+QUIET_ENGINE = {
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' "Loading weights" bar reads this at import
+    "DO_NOT_TRACK": "1",  # Prefect's first-run telemetry notice (the CLI already opts the server out)
+}
+VERBOSE_ENGINE = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "NOTSET", "HF_HUB_DISABLE_PROGRESS_BARS": "0"}
+
+
+class Command(TyperCommand):
+    """Every citesum command: the one place an error becomes an exit code and a message."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            code = report_error(exc, json_output=bool(ctx.params.get("json_output")), verbose=verbose(ctx))
+            raise typer.Exit(code) from None
+
+
+def report_error(exc: Exception, *, json_output: bool, verbose: bool) -> int:
+    """Say what went wrong and return the exit code: an expected error (a CitesumError) is one line, anything
+    else is a bug and comes with its traceback."""
+    from citesum.tasks.errors import CitesumError
+
+    expected = isinstance(exc, CitesumError)
+    kind, message = (exc.kind, str(exc)) if expected else ("internal", f"internal error: {type(exc).__name__}: {exc}")
+    if verbose or not expected:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    if json_output:
+        print(json.dumps({"error": {"kind": kind, "message": message}}, indent=2, ensure_ascii=False))
+    return exc.exit_code if expected else 1
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def verbose(ctx: click.Context) -> bool:
+    return bool(ctx.find_root().params.get("verbose"))
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited summaries of a PDF corpus.")
+command = partial(app.command, cls=Command)
+
+
+@app.callback()
+def options(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show engine logs (Prefect, model loading) and tracebacks.")
+    ] = False,
+):
+    """Cited summaries of a PDF corpus."""
+    if verbose:  # before any command imports Prefect, which reads its logging settings once
+        os.environ.update(VERBOSE_ENGINE)
+
 
 DbOption = Annotated[str | None, typer.Option("--db", help="LanceDB URI (default: CITESUM_DB or data/lancedb).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -31,32 +104,24 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 def make_settings(**overrides):
     """Settings from CITESUM_* variables, with the options given on the command line on top."""
+    from citesum.tasks.errors import ConfigurationError
     from citesum.tasks.settings import Settings
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        fail(f"invalid settings: {exc}", 2)
+        raise ConfigurationError(f"invalid settings: {exc}") from exc
 
 
 def open_store(uri: str):
-    """The store at ``uri``, or exit 2 when there is none or it cannot be opened (e.g. an object store without its
-    variables)."""
-    from citesum.tasks.errors import ConfigurationError
+    """The store at ``uri``; a ConfigurationError when there is none or it cannot be opened (e.g. an object
+    store without its variables)."""
     from citesum.tasks.store.lance import LanceStore
 
-    try:
-        return LanceStore.existing(uri)
-    except ConfigurationError as exc:
-        fail(str(exc), 2)
+    return LanceStore.existing(uri)
 
 
-def fail(message: str, code: int):
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
-@app.command()
+@command()
 def ingest(
     path: Annotated[Path | None, typer.Argument(help="Corpus folder or one PDF (default: the sample corpus).")] = None,
     db: DbOption = None,
@@ -71,9 +136,11 @@ def ingest(
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
     from citesum.tasks.ingest import report as reports
+    from citesum.tasks.ingest.tasks import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    if json_output or not err.is_terminal:
+    sources_to_ingest(path or settings.corpus, settings.corpus)  # a bad path fails before any run starts
+    if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
         state = ingest_state(path, settings)
     else:
         with progress_bar() as bar:
@@ -83,7 +150,7 @@ def ingest(
                 bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
 
             state = ingest_state(path, settings, on_progress)
-    result = outcome(state, "ingestion")  # a run with failed documents still returns its report
+    result = outcome(state)  # a run with failed documents still returns its report
     if json_output:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -92,17 +159,13 @@ def ingest(
 
 
 def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None):
-    """The ingestion flow's final state; a runner setting it cannot use exits 2 before any run."""
+    """The ingestion flow's final state; a runner setting it cannot use raises before any run."""
     from citesum.flows.ingest import run_ingest
-    from citesum.tasks.errors import ConfigurationError
 
-    try:
-        return run_ingest(str(path) if path else None, settings, on_progress)
-    except ConfigurationError as exc:
-        fail(str(exc), 2)
+    return run_ingest(str(path) if path else None, settings, on_progress)
 
 
-@app.command()
+@command()
 def status(db: DbOption = None, json_output: JsonOption = False):
     """List stored documents with their versions and chunk counts."""
     settings = make_settings(db=db)
@@ -123,21 +186,23 @@ def status(db: DbOption = None, json_output: JsonOption = False):
     if json_output:
         print(json.dumps({"db": settings.db, "documents": rows}, indent=2))
         return
-    table = Table("document", "version", "pages", "chunks", "status", "problems", "ingested at", title=settings.db)
-    for r in rows:
-        table.add_row(
-            r["document_id"],
-            r["version"][:12],
-            str(r["pages"]),
-            str(r["chunks"]),
-            r["status"],
-            str(r["problems"]),
-            r["ingested_at"],
-        )
-    out.print(table)
+    shown = [
+        {
+            "document": r["document_id"],
+            "version": r["version"][:12],
+            "pages": str(r["pages"]),
+            "chunks": str(r["chunks"]),
+            "status": r["status"],
+            "problems": str(r["problems"]),
+            "ingested at": r["ingested_at"],
+        }
+        for r in rows
+    ]
+    headers = ["document", "version", "pages", "chunks", "status", "problems", "ingested at"]
+    out.print(fitted_table(settings.db, headers, shown, out.width, drop_first=("ingested at", "version", "problems")))
 
 
-@app.command()
+@command()
 def forget(
     document_id: Annotated[str, typer.Argument(help="Stored document id (a path relative to the corpus).")],
     purge: Annotated[
@@ -150,7 +215,7 @@ def forget(
     from citesum.flows.maintain import run_forget
 
     settings = make_settings(db=db)
-    erasure = outcome(run_forget(document_id, purge, settings), "forget")  # exit 2 for an id not stored
+    erasure = outcome(run_forget(document_id, purge, settings))  # exit 2 for an id not stored
     if json_output:
         print(json.dumps(erasure.to_json(), indent=2))
         return
@@ -163,7 +228,7 @@ def forget(
     out.print(summary, highlight=False, markup=False, soft_wrap=True)
 
 
-@app.command()
+@command()
 def maintain(
     db: DbOption = None,
     purge: Annotated[
@@ -179,14 +244,14 @@ def maintain(
     from citesum.tasks.store.maintain import maintenance_markdown
 
     settings = make_settings(db=db)
-    report = outcome(run_maintain(settings, purge), "maintenance")
+    report = outcome(run_maintain(settings, purge))
     if json_output:
         print(json.dumps(report.to_json(), indent=2))
     else:
         out.print(maintenance_markdown(report), highlight=False, markup=False, soft_wrap=True)
 
 
-@app.command()
+@command()
 def summarize(
     question: Annotated[str | None, typer.Argument(help="What to summarize; none for a brief by topic.")] = None,
     doc: Annotated[list[str] | None, typer.Option("--doc", help="Document id to summarize (repeatable).")] = None,
@@ -199,7 +264,7 @@ def summarize(
     from citesum.flows.summarize import run_summarize
 
     settings = make_settings(db=db)
-    summary = outcome(run_summarize(question, doc, mode, synth, settings), "summarization")
+    summary = outcome(run_summarize(question, doc, mode, synth, settings))
     if json_output:
         print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -207,7 +272,7 @@ def summarize(
         err.print(f"run record: {settings.runs_dir / (summary.run_id + '.json')}", highlight=False)
 
 
-@app.command("eval")
+@command("eval")
 def evaluate(
     questions: Annotated[Path, typer.Argument(help="questions.jsonl (format: ../shared/eval/README.md).")],
     pdfs: Annotated[Path, typer.Option("--pdfs", help="Folder holding the questions' PDFs.")],
@@ -216,19 +281,20 @@ def evaluate(
 ):
     """Measure retrieval and rerank against questions with known evidence pages."""
     from citesum.tasks.embed import load_embedder
+    from citesum.tasks.ingest.tasks import sources_to_ingest
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize import evaluate as evaluation
     from citesum.tasks.summarize.rerank import load_reranker
 
-    if not questions.is_file():
-        fail(f"{questions}: no such questions file", 2)
     settings = make_settings(db=db, corpus=pdfs)
-    report = outcome(ingest_state(pdfs, settings), "ingestion")  # reuses what is stored
+    checked = evaluation.load_questions(questions)  # inputs are checked before any work starts
+    sources_to_ingest(pdfs, settings.corpus)
+    report = outcome(ingest_state(pdfs, settings))  # reuses what is stored
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
     figures = evaluation.evaluate(
-        evaluation.load_questions(questions),
+        checked,
         LanceStore(settings.db),
         embedder,
         load_reranker(settings.reranker, embedder),
@@ -243,7 +309,7 @@ def evaluate(
     out.print(table)
 
 
-@app.command()
+@command()
 def serve(
     corpus: Annotated[Path | None, typer.Option(help="Corpus folder (default: CITESUM_CORPUS).")] = None,
     db: DbOption = None,
@@ -255,14 +321,40 @@ def serve(
 
     settings = make_settings(corpus=corpus, db=db, reindex_cron=reindex_cron)
     require_prefect_server("serve")
-    try:
-        deployments = serving.build_deployments(settings)
-    except ValueError as exc:  # a bad cron expression or time zone
-        fail(str(exc), 2)
-    serving.serve(settings, deployments, limit)
+    serving.serve(settings, serving.build_deployments(settings), limit)
 
 
-@app.command()
+@command("deployments")
+def list_deployments(
+    as_yaml: Annotated[
+        bool, typer.Option("--yaml", help="Print prefect.yaml for a worker instead of a table.")
+    ] = False,
+):
+    """The deployments `citesum serve` serves; with --yaml, the prefect.yaml that declares them for a worker
+    (`citesum deployments --yaml > prefect.yaml`)."""
+    from citesum.deployments import prefect_yaml
+    from citesum.deployments import serve as serving
+
+    deployments = serving.build_deployments(make_settings())
+    if as_yaml:
+        print(prefect_yaml.render(deployments), end="")
+        return
+    rows = [
+        {
+            "deployment": f"{d.flow_name}/{d.name}",
+            "entrypoint": d.entrypoint,
+            "started by": prefect_yaml.started_by(d),
+            "description": d.description or "",
+        }
+        for d in deployments
+    ]
+    table = fitted_table(
+        "citesum deployments", list(rows[0]), rows, out.width, cut="description", drop_first=("entrypoint",)
+    )
+    out.print(table)
+
+
+@command()
 def watch(
     inbox: Annotated[Path | None, typer.Argument(help="Upload folder (default: CITESUM_INBOX or data/inbox).")] = None,
     corpus: Annotated[Path | None, typer.Option(help="Corpus folder (default: CITESUM_CORPUS).")] = None,
@@ -276,10 +368,7 @@ def watch(
 
     settings = make_settings(inbox=inbox, corpus=corpus, watch_poll_seconds=poll)
     require_prefect_server("watch")
-    try:
-        watching.check_layout(settings.inbox, settings.corpus)
-    except ValueError as exc:
-        fail(str(exc), 2)
+    watching.check_layout(settings.inbox, settings.corpus)
     settings.inbox.mkdir(parents=True, exist_ok=True)
     watcher = watching.Watcher(
         settings.inbox, settings.corpus, watching.emit_uploaded, quiet_seconds=settings.watch_quiet_seconds
@@ -297,11 +386,12 @@ def require_prefect_server(command: str) -> None:
     """serve and watch need a lasting server: a temporary one would vanish with the process."""
     from prefect.settings import PREFECT_API_URL
 
+    from citesum.tasks.errors import ConfigurationError
+
     if not PREFECT_API_URL.value():
-        fail(
+        raise ConfigurationError(
             f"{command} needs a Prefect server: start one with `prefect server start` and set "
-            "PREFECT_API_URL=http://127.0.0.1:4200/api",
-            2,
+            "PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
 
 
@@ -314,17 +404,11 @@ def print_upload(upload) -> None:
     err.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
-def outcome(state, what: str):
-    """The flow's result, or an exit: 2 for unusable input or settings, 1 for a failed run."""
-    from citesum.tasks.errors import CitesumError, ConfigurationError
-
+def outcome(state):
+    """The flow's result; the error it failed with is raised here, for ``Command`` to report."""
     result = state.result(raise_on_failure=False)
-    if isinstance(result, ConfigurationError):
-        fail(str(result), 2)
-    if isinstance(result, CitesumError):
-        fail(str(result), 1)
     if isinstance(result, BaseException):
-        fail(f"{what} failed: {type(result).__name__}: {result}", 1)
+        raise result
     return result
 
 
@@ -340,19 +424,62 @@ def progress_bar() -> Progress:
 
 
 def print_ingest_table(rows: list[dict], totals: dict) -> None:
-    table = Table(*rows[0].keys() if rows else ["document"], title="citesum ingest")
-    for row in rows:
-        table.add_row(*(str(v) for v in row.values()))
-    out.print(table)
+    shown = [{k: str(v) for k, v in row.items()} for row in rows]
+    headers = list(shown[0]) if shown else ["document"]
+    out.print(
+        fitted_table("citesum ingest", headers, shown, out.width, cut="note", drop_first=("seconds", "pages lost"))
+    )
     out.print(", ".join(f"{k} {v}" for k, v in totals.items()), highlight=False)
+
+
+MIN_CUT_WIDTH = 12
+
+
+def fitted_table(
+    title: str,
+    headers: list[str],
+    rows: list[dict[str, str]],
+    width: int,
+    *,
+    cut: str | None = None,
+    drop_first: Sequence[str] = (),
+) -> Table:
+    """A table of whole values on one line each, within ``width``: the ``cut`` column (free text, e.g. a note)
+    gets what width is left and is shortened with an ellipsis; when even that does not fit, the ``drop_first``
+    columns are left out, in that order. The first column (document ids, which other commands take) is never
+    shortened; only a terminal narrower than one id folds it. ``--json`` has every value whole."""
+    natural = {h: max([len(h), *(len(r[h]) for r in rows)]) for h in headers}
+
+    def needed(columns: list[str]) -> int:  # a column costs its text, a space either side and a rule
+        return sum(MIN_CUT_WIDTH if c == cut else natural[c] for c in columns) + 3 * len(columns) + 1
+
+    shown = list(headers)
+    for column in drop_first:
+        if needed(shown) <= width:
+            break
+        shown.remove(column)
+    table = Table(title=title)
+    for column in shown:
+        if column == cut:
+            spare = width - needed([c for c in shown if c != cut]) - 3
+            table.add_column(column, width=min(natural[column], max(spare, MIN_CUT_WIDTH)), no_wrap=True)
+        elif column == shown[0]:
+            table.add_column(column, width=natural[column], overflow="fold")
+        else:
+            table.add_column(column, width=natural[column], no_wrap=True)
+    for row in rows:
+        table.add_row(*(Text(row[c]) for c in shown))
+    return table
 
 
 def main() -> None:
     # Defaults for libraries the commands load: never reach a model hub, give the
-    # temporary Prefect server time to start on a busy 2-core machine.
+    # temporary Prefect server time to start on a busy 2-core machine; engine output stays off the terminal.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    for name, value in QUIET_ENGINE.items():
+        os.environ.setdefault(name, value)
     app()
 
 

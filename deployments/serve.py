@@ -25,6 +25,7 @@ from citesum.deployments.watch import EVENT
 from citesum.flows.ingest import ingest
 from citesum.flows.maintain import maintain as maintain_flow
 from citesum.flows.summarize import summarize
+from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
 
 TAGS = ["citesum"]
@@ -91,12 +92,16 @@ def maintain(settings: Settings) -> RunnerDeployment:
 
 
 def schedule(cron: str, timezone: str) -> Schedule:
-    """A cron schedule; ValueError names a bad expression or time zone (Prefect accepts any zone name)."""
+    """A cron schedule; a ConfigurationError names a bad expression or time zone (Prefect accepts any zone
+    name, so the zone is checked here)."""
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {timezone!r}") from exc
-    return Cron(cron, timezone=timezone)
+        raise ConfigurationError(f"unknown time zone {timezone!r}") from exc
+    try:
+        return Cron(cron, timezone=timezone)
+    except ValueError as exc:
+        raise ConfigurationError(f"not a cron expression: {cron!r}") from exc
 
 
 def run_environment(settings: Settings) -> dict[str, str]:

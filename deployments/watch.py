@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.sources import hash_file
 
 EVENT = "citesum.document.uploaded"
@@ -249,7 +250,7 @@ def check_layout(inbox: Path, corpus: Path) -> None:
     """The inbox must not overlap the corpus: a reindex would take half-written uploads."""
     inbox, corpus = inbox.resolve(), corpus.resolve()
     if inbox == corpus or inbox.is_relative_to(corpus) or corpus.is_relative_to(inbox):
-        raise ValueError(f"the inbox {inbox} and the corpus {corpus} must not contain one another")
+        raise ConfigurationError(f"the inbox {inbox} and the corpus {corpus} must not contain one another")
 
 
 def emit_uploaded(upload: Upload) -> None:

@@ -1,7 +1,8 @@
 """Errors that carry their retry policy and where they happened.
 
-Prefect retries only errors whose ``retryable`` is true (see ``is_retryable``);
-the CLI maps the rest to a message and an exit code.
+Prefect retries only errors whose ``retryable`` is true (see ``is_retryable``).
+Each class also carries what the CLI makes of it: ``exit_code`` (1 a failed run,
+2 unusable input or settings) and ``kind``, a word for the reason (``--json``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ class CitesumError(Exception):
     """Base error. ``retryable`` says whether trying again can help."""
 
     retryable = False
+    exit_code = 1
+    kind = "failed"
 
     def __init__(self, message: str, *, source: str | None = None, page: int | None = None):
         self.message = message
@@ -41,10 +44,15 @@ class TransientError(CitesumError):
     """A failure that may pass on its own (a store commit conflict, a busy service)."""
 
     retryable = True
+    kind = "transient"
 
 
 class ConfigurationError(CitesumError):
-    """Settings that cannot work together, e.g. a model that does not match the store."""
+    """Unusable input or settings: a path that is not there, a model that does not match the store, a bad
+    cron expression. Nothing was done, so the fix is the user's (exit 2, like a usage error)."""
+
+    exit_code = 2
+    kind = "configuration"
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -20,6 +20,7 @@ from citesum.deployments.watch import (
     move_into,
     observe,
 )
+from citesum.tasks.errors import ConfigurationError
 
 
 def pdf_bytes(text: str) -> bytes:
@@ -212,6 +213,6 @@ def test_move_across_file_systems_appears_whole(tmp_path):
 
 @pytest.mark.parametrize(("inbox", "corpus"), [("c/inbox", "c"), ("i", "i/corpus"), ("same", "same")])
 def test_inbox_and_corpus_must_not_overlap(tmp_path, inbox, corpus):
-    with pytest.raises(ValueError, match="must not contain"):
+    with pytest.raises(ConfigurationError, match="must not contain"):
         check_layout(tmp_path / inbox, tmp_path / corpus)
     check_layout(tmp_path / "inbox", tmp_path / "corpus")

@@ -189,14 +189,25 @@ def refresh_indexes(store: ChunkStore, writer: WriterSlot) -> None:
         store.refresh_indexes()
 
 
-@task(name="discover", cache_policy=NO_CACHE)
-def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
-    """A folder is a full corpus run; a single file is ingested alone and deletes nothing."""
+def sources_to_ingest(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
+    """A folder is a full corpus run; a single file is ingested alone and deletes nothing.
+
+    A folder without a PDF is refused: a full run of it would delete every stored document (a corpus
+    folder gone empty, a wrong path); removing documents is ``citesum forget``'s job.
+    """
     if target.is_dir():
         root = target.resolve()
-        return discover_sources(root), root
+        sources = discover_sources(root)
+        if not sources:
+            raise ConfigurationError(f"{target}: no PDF found")
+        return sources, root
     if not target.exists():
         raise ConfigurationError(f"{target}: no such file or folder")
     file = target.resolve()
     root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
     return [source_for(file, root)], None
+
+
+@task(name="discover", cache_policy=NO_CACHE)
+def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
+    return sources_to_ingest(target, corpus)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citesum.tasks.embed import Embedder
+from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize.evidence import Candidate, Evidence
@@ -81,8 +82,30 @@ class Question:
 
 
 def load_questions(path: str | Path) -> list[Question]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [Question.from_json(json.loads(line)) for line in lines if line.strip()]
+    """The questions of a JSONL file; a ConfigurationError names the file and line of the first bad one."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise ConfigurationError(f"{path}: no such questions file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{path}: not a readable questions file ({exc})") from exc
+    questions = [question_of(line, f"{path}:{n}") for n, line in enumerate(lines, 1) if line.strip()]
+    if not questions:
+        raise ConfigurationError(f"{path}: no questions")
+    return questions
+
+
+def question_of(line: str, where: str) -> Question:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{where}: not a JSON object ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(row, dict):
+        raise ConfigurationError(f"{where}: not a JSON object (a JSON {type(row).__name__})")
+    try:
+        return Question.from_json(row)
+    except (KeyError, TypeError) as exc:
+        raise ConfigurationError(f"{where}: not a question (fields: ../shared/eval/README.md): {exc!r}") from exc
 
 
 # -- per question ----------------------------------------------------------------------

@@ -214,7 +214,7 @@ def test_deployments_carry_only_run_parameters(tmp_path):
     by_name = {d.name: d for d in build_deployments(settings)}
     assert set(by_name) == {"reindex", "ingest-upload", "summarize", "maintain"}
     [weekly] = by_name["maintain"].schedules
-    assert weekly.schedule.cron == settings.maintain_cron
+    assert (weekly.schedule.cron, weekly.schedule.timezone) == ("0 3 * * 0", "Europe/Paris")  # Sundays 03:00
     [reindex] = by_name["reindex"].schedules
     assert (reindex.schedule.cron, reindex.schedule.timezone) == ("30 1 * * *", "Europe/Paris")
     [trigger] = by_name["ingest-upload"].triggers
@@ -223,10 +223,20 @@ def test_deployments_carry_only_run_parameters(tmp_path):
     assert all(d.parameters == {} for d in by_name.values())
 
 
-def test_prefect_yaml_declares_the_served_deployments():
-    declared = yaml.safe_load((Path(__file__).resolve().parents[2] / "prefect.yaml").read_text())["deployments"]
+def test_prefect_yaml_is_generated_from_the_served_deployments(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("CITESUM_")]:
+        monkeypatch.delenv(name)  # the committed file holds the default schedules
+    committed = (Path(__file__).resolve().parents[2] / "prefect.yaml").read_text()
+    generated = CliRunner().invoke(app, ["deployments", "--yaml"])
+    assert generated.exit_code == 0, generated.output
+    assert committed == generated.stdout, "prefect.yaml is stale: run `citesum deployments --yaml > prefect.yaml`"
+    declared = yaml.safe_load(committed)["deployments"]
     served = {(d.name, d.entrypoint) for d in build_deployments(Settings())}
     assert {(d["name"], d["entrypoint"]) for d in declared} == served
+    assert served >= {("reindex", "citesum.flows.ingest.ingest"), ("summarize", "citesum.flows.summarize.summarize")}
+    [reindex] = [d for d in declared if d["name"] == "reindex"]
+    assert reindex["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC", "active": True}]
+    assert reindex["concurrency_limit"] == 1 and reindex["work_pool"]["name"] == "citesum"
 
 
 def test_runs_get_absolute_settings_from_the_environment(tmp_path, monkeypatch):
@@ -250,11 +260,18 @@ def test_serve_and_watch_need_a_prefect_server(command):
 
 
 @pytest.mark.parametrize(
-    "args",
-    [["serve", "--reindex-cron", "every night"], ["watch", "{tmp}/corpus/inbox", "--corpus", "{tmp}/corpus"]],
+    ("args", "message"),
+    [
+        (["serve", "--reindex-cron", "every night"], "error: not a cron expression: 'every night'"),
+        (
+            ["watch", "{tmp}/corpus/inbox", "--corpus", "{tmp}/corpus"],
+            "error: the inbox {tmp}/corpus/inbox and the corpus {tmp}/corpus must not contain one another",
+        ),
+    ],
 )
-def test_unusable_schedules_and_folders_exit_2(tmp_path, args):
+def test_unusable_schedules_and_folders_exit_2(tmp_path, args, message):
     args = [a.format(tmp=tmp_path) for a in args]
     with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):  # never contacted
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
+    assert result.stderr == message.format(tmp=tmp_path.resolve()) + "\n"

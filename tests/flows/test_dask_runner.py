@@ -151,6 +151,7 @@ def test_an_unusable_runner_is_a_configuration_error_naming_it(runner):
 
 
 def test_cli_refuses_an_unusable_runner_with_exit_2(tmp_path):
+    (tmp_path / "a.pdf").write_bytes(b"%PDF-1.7")  # a folder with a PDF: the runner is what is refused
     result = CliRunner().invoke(app, ["ingest", str(tmp_path), "--db", str(tmp_path / "db"), "--runner", "ray"])
     assert result.exit_code == 2 and "'ray'" in result.output
 

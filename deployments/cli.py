@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import traceback
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,18 +18,22 @@ from typing import TYPE_CHECKING, Annotated
 import click
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
 from typer.core import TyperCommand
+
+from citesum.deployments.output import (
+    err,
+    fitted_table,
+    out,
+    print_ingest_table,
+    print_upload,
+    progress_bar,
+    report_error,
+)
 
 if TYPE_CHECKING:  # imported by the commands that need them: the CLI starts fast
     from citesum.flows.ingest import Progress as ProgressCallback
     from citesum.tasks.settings import Settings
-
-err = Console(stderr=True)
-out = Console()
 
 # What the libraries a command loads print on the terminal. Quiet by default (main() sets these unless the
 # user did); --verbose turns them back on. Prefect's console handler is raised above ERROR, not its loggers,
@@ -56,27 +57,6 @@ class Command(TyperCommand):
         except Exception as exc:
             code = report_error(exc, json_output=bool(ctx.params.get("json_output")), verbose=verbose(ctx))
             raise typer.Exit(code) from None
-
-
-def report_error(exc: Exception, *, json_output: bool, verbose: bool) -> int:
-    """Say what went wrong and return the exit code: an expected error (a CitesumError) is one line, anything
-    else is a bug and comes with its traceback."""
-    from citesum.tasks.errors import CitesumError
-
-    expected = isinstance(exc, CitesumError)
-    kind, message = (exc.kind, str(exc)) if expected else ("internal", f"internal error: {type(exc).__name__}: {exc}")
-    if verbose or not expected:
-        sys.stderr.write("".join(traceback.format_exception(exc)))
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    if json_output:
-        print(json.dumps({"error": {"kind": kind, "message": message}}, indent=2, ensure_ascii=False))
-    return exc.exit_code if expected else 1
-
-
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
 
 
 def verbose(ctx: click.Context) -> bool:
@@ -395,81 +375,12 @@ def require_prefect_server(command: str) -> None:
         )
 
 
-def print_upload(upload) -> None:
-    """One log line per upload; never wrapped, so a service log keeps one line per event."""
-    if upload.status == "duplicate":
-        line = f"{upload.document_id}: same content as {upload.path}, removed from the inbox"
-    else:
-        line = f"{upload.document_id}: moved to {upload.path}, announced ({upload.sha256[:12]})"
-    err.print(line, highlight=False, soft_wrap=True, markup=False)
-
-
 def outcome(state):
     """The flow's result; the error it failed with is raised here, for ``Command`` to report."""
     result = state.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
     return result
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-
-
-def print_ingest_table(rows: list[dict], totals: dict) -> None:
-    shown = [{k: str(v) for k, v in row.items()} for row in rows]
-    headers = list(shown[0]) if shown else ["document"]
-    out.print(
-        fitted_table("citesum ingest", headers, shown, out.width, cut="note", drop_first=("seconds", "pages lost"))
-    )
-    out.print(", ".join(f"{k} {v}" for k, v in totals.items()), highlight=False)
-
-
-MIN_CUT_WIDTH = 12
-
-
-def fitted_table(
-    title: str,
-    headers: list[str],
-    rows: list[dict[str, str]],
-    width: int,
-    *,
-    cut: str | None = None,
-    drop_first: Sequence[str] = (),
-) -> Table:
-    """A table of whole values on one line each, within ``width``: the ``cut`` column (free text, e.g. a note)
-    gets what width is left and is shortened with an ellipsis; when even that does not fit, the ``drop_first``
-    columns are left out, in that order. The first column (document ids, which other commands take) is never
-    shortened; only a terminal narrower than one id folds it. ``--json`` has every value whole."""
-    natural = {h: max([len(h), *(len(r[h]) for r in rows)]) for h in headers}
-
-    def needed(columns: list[str]) -> int:  # a column costs its text, a space either side and a rule
-        return sum(MIN_CUT_WIDTH if c == cut else natural[c] for c in columns) + 3 * len(columns) + 1
-
-    shown = list(headers)
-    for column in drop_first:
-        if needed(shown) <= width:
-            break
-        shown.remove(column)
-    table = Table(title=title)
-    for column in shown:
-        if column == cut:
-            spare = width - needed([c for c in shown if c != cut]) - 3
-            table.add_column(column, width=min(natural[column], max(spare, MIN_CUT_WIDTH)), no_wrap=True)
-        elif column == shown[0]:
-            table.add_column(column, width=natural[column], overflow="fold")
-        else:
-            table.add_column(column, width=natural[column], no_wrap=True)
-    for row in rows:
-        table.add_row(*(Text(row[c]) for c in shown))
-    return table
 
 
 def main() -> None:

@@ -149,19 +149,12 @@ def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCal
 def status(db: DbOption = None, json_output: JsonOption = False):
     """List stored documents with their versions and chunk counts."""
     settings = make_settings(db=db)
+    from citesum.tasks.records import to_json
+
     documents = sorted(open_store(settings.db).documents().values(), key=lambda d: d.document_id)
+    # what made each document (model, parser, settings) is in the ingestion report; here, the count of problems
     rows = [
-        {
-            "document_id": d.document_id,
-            "version": d.version,
-            "source": d.source,
-            "pages": d.pages,
-            "chunks": d.chunks,
-            "status": d.status,
-            "problems": len(d.problems),
-            "ingested_at": d.ingested_at,
-        }
-        for d in documents
+        to_json(d, exclude={"embed_model", "parser", "settings"}) | {"problems": len(d.problems)} for d in documents
     ]
     if json_output:
         print(json.dumps({"db": settings.db, "documents": rows}, indent=2))

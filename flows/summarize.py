@@ -66,7 +66,7 @@ def summarize(
         metrics=figures,
         warnings=failure_warnings(mode, parts, figures["coverage"]),
     )
-    path = write_run(run_record(summary, settings.model_dump(mode="json")), settings.runs_dir)
+    path = write_run(run_record(summary, settings), settings.runs_dir)
     publish_summary(summary, path)
     return summary
 

@@ -1,4 +1,4 @@
-"""The records passed between ingestion steps.
+"""The records passed between ingestion steps, and how any record becomes JSON.
 
 Source text (``Page`` / ``Block``), chunks and stored document records are
 distinct types; every one carries its provenance (document, version, pages).
@@ -8,9 +8,28 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import ConfigDict, TypeAdapter
 
 PageMethod = Literal["text", "ocr", "lost"]
+
+# NaN and infinities stay numbers, as json.dumps writes them (pydantic's default would make them null).
+_JSON = TypeAdapter(Any, config=ConfigDict(ser_json_inf_nan="constants"))
+
+
+def to_json(value: Any, *, exclude: set[str] | None = None) -> Any:
+    """``value`` as JSON values: a dataclass as an object of its fields (but ``exclude``), tuples and sets as
+    lists, paths and datetimes as strings, numpy scalars and arrays as numbers and lists. The one way records
+    become JSON (``--json`` output, run records); each shape that differs from a record's fields says so."""
+    return _JSON.dump_python(value, mode="json", exclude=exclude, fallback=_numpy)
+
+
+def _numpy(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def sha256_hex(*parts: str | bytes) -> str:

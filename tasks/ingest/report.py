@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from citesum.tasks.records import Problem, lost_pages
+from citesum.tasks.records import Problem, lost_pages, to_json
 
 # outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
 # not written (or not deleted); the run that reads the file as it is now writes it.
@@ -30,6 +30,10 @@ class DocumentOutcome:
     @property
     def pages_lost(self) -> int:
         return len(lost_pages(self.problems))
+
+    def to_json(self) -> dict:
+        """Its fields, with the pages lost and the time to the hundredth of a second."""
+        return to_json(self) | {"pages_lost": self.pages_lost, "seconds": round(self.seconds, 2)}
 
 
 @dataclass(frozen=True)
@@ -58,32 +62,12 @@ class IngestReport:
         }
 
     def to_json(self) -> dict:
+        """The outcomes as ``documents``, their totals (the run's time among them), then what made the run."""
         return {
-            "documents": [outcome_json(o) for o in self.outcomes],
+            "documents": [o.to_json() for o in self.outcomes],
             "totals": self.totals(),
-            "db": self.db,
-            "embed_model": self.embed_model,
-            "parser": self.parser,
-            "settings": self.settings,
+            **to_json(self, exclude={"outcomes", "seconds"}),
         }
-
-
-def outcome_json(o: DocumentOutcome) -> dict:
-    return {
-        "document_id": o.document_id,
-        "source": o.source,
-        "status": o.status,
-        "version": o.version,
-        "pages": o.pages,
-        "chunks": o.chunks,
-        "embedded": o.embedded,
-        "pages_lost": o.pages_lost,
-        "problems": [asdict(p) for p in o.problems],
-        "error": o.error,
-        "seconds": round(o.seconds, 2),
-        "renamed_from": o.renamed_from,
-        "note": o.note,
-    }
 
 
 def table_rows(report: IngestReport) -> list[dict]:

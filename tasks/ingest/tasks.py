@@ -2,6 +2,8 @@
 
 A ``Job`` carries one document through extract -> chunk -> embed -> write, with
 the time spent on it. Tasks retry only errors marked retryable (never bad input).
+Each task run is named after its document and logs one line of what it did, so the
+Prefect UI says which document a step handled or failed on.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from citesum.tasks.embed import Embedder
@@ -24,7 +26,14 @@ from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.report import DocumentOutcome
 from citesum.tasks.ingest.sources import discover_sources, is_current, source_for
 from citesum.tasks.policy import STEP
-from citesum.tasks.records import ChunkedDocument, DocumentRecord, ExtractedDocument, SourceFile, lost_pages
+from citesum.tasks.records import (
+    ChunkedDocument,
+    DocumentRecord,
+    ExtractedDocument,
+    Problem,
+    SourceFile,
+    lost_pages,
+)
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import ChunkStore, embedding_key
 from citesum.tasks.store.writer import WriterSlot
@@ -41,6 +50,10 @@ class Job:
     embedded: int = 0
     seconds: float = 0.0
 
+    @property
+    def document_id(self) -> str:
+        return self.item.source.document_id
+
 
 def load_passwords(path: Path | None) -> dict[str, str]:
     if path is None:
@@ -54,7 +67,7 @@ def load_passwords(path: Path | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in passwords.items()}
 
 
-@task(name="extract", **STEP)
+@task(name="extract", task_run_name="extract {job.document_id}", **STEP)
 def extract(job: Job, settings: Settings, password: str | None) -> Job:
     started = time.perf_counter()
     extracted = extract_with_time_limit(
@@ -64,10 +77,22 @@ def extract(job: Job, settings: Settings, password: str | None) -> Job:
         ocr_language=settings.ocr_language,
         timeout=settings.document_timeout_seconds,
     )
-    return replace(job, extracted=extracted, seconds=job.seconds + time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    get_run_logger().info(
+        f"extracted {job.document_id}: {len(extracted.pages)} pages, {problems_line(extracted.problems)}, {seconds:.2f} s"
+    )
+    return replace(job, extracted=extracted, seconds=job.seconds + seconds)
 
 
-@task(name="chunk", **STEP)
+def problems_line(problems: tuple[Problem, ...]) -> str:
+    """'0 problems', or the count and each problem's kind and page: '2 problems (ocr p.1, lost p.3)'."""
+    if not problems:
+        return "0 problems"
+    named = ", ".join(f"{p.kind} p.{p.page}" if p.page else p.kind for p in problems)
+    return f"{len(problems)} problem{'s' if len(problems) > 1 else ''} ({named})"
+
+
+@task(name="chunk", task_run_name="chunk {job.document_id}", **STEP)
 def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
     started = time.perf_counter()
     chunked = chunk_document(
@@ -77,7 +102,12 @@ def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
         overlap_sentences=settings.overlap_sentences,
         boilerplate_min_pages=settings.boilerplate_min_pages,
     )
-    return replace(job, chunked=chunked, seconds=job.seconds + time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    get_run_logger().info(
+        f"chunked {job.document_id}: {len(chunked.chunks)} chunks, "
+        f"{len(chunked.boilerplate)} repeated lines left out, {seconds:.2f} s"
+    )
+    return replace(job, chunked=chunked, seconds=job.seconds + seconds)
 
 
 def embed_with_reuse(
@@ -95,7 +125,7 @@ def embed_with_reuse(
     return vectors, len(missing)
 
 
-@task(name="embed", **STEP)
+@task(name="embed", task_run_name="embed {job.document_id}", **STEP)
 def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
     started = time.perf_counter()
     source = job.item.source
@@ -105,7 +135,12 @@ def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
     vectors, embedded = embed_with_reuse(
         [(c.embedding_text, embedding_key(c.heading, c.text)) for c in chunks], reusable, embedder
     )
-    return replace(job, vectors=vectors, embedded=embedded, seconds=job.seconds + time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    get_run_logger().info(
+        f"embedded {job.document_id}: {len(chunks)} chunks, {embedded} computed, {len(chunks) - embedded} reused, "
+        f"{seconds:.2f} s"
+    )
+    return replace(job, vectors=vectors, embedded=embedded, seconds=job.seconds + seconds)
 
 
 def document_record(job: Job, embedder: Embedder, settings: Settings) -> DocumentRecord:
@@ -125,7 +160,7 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
     )
 
 
-@task(name="write", **STEP)
+@task(name="write", task_run_name="write {job.document_id}", **STEP)
 def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot) -> DocumentOutcome:
     """Supersede the document in the store; writers are serialized across runs.
 
@@ -140,7 +175,7 @@ def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, w
             store.supersede(record, job.chunked.chunks, job.vectors)
             if job.item.replaces:
                 store.delete_document(job.item.replaces)
-    return DocumentOutcome(
+    outcome = DocumentOutcome(
         document_id=record.document_id,
         source=record.source,
         status=job.item.status if current else "outdated",
@@ -153,9 +188,24 @@ def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, w
         renamed_from=job.item.replaces if current else None,
         note=None if current else "the file changed while this run read it; not written",
     )
+    seconds = time.perf_counter() - started
+    if current:
+        renamed = f", renamed from {outcome.renamed_from}" if outcome.renamed_from else ""
+        line = f"wrote {record.document_id}: {record.chunks} chunks ({outcome.status}{renamed}), {seconds:.2f} s"
+    else:
+        line = f"did not write {record.document_id}: {outcome.note}"
+    get_run_logger().info(line)
+    return outcome
 
 
-@task(name="delete-missing", **STEP)
+def deletions_name(parameters: dict) -> str:
+    """The run name of a deletion: the documents, or the first few and how many more."""
+    ids = parameters["document_ids"]
+    named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return f"delete-missing {named or '(none)'}"
+
+
+@task(name="delete-missing", task_run_name=deletions_name, **STEP)
 def delete_missing(document_ids: tuple[str, ...], store: ChunkStore, writer: WriterSlot) -> list[DocumentOutcome]:
     """Explicit deletion of documents no longer in the corpus.
 
@@ -165,7 +215,15 @@ def delete_missing(document_ids: tuple[str, ...], store: ChunkStore, writer: Wri
         return []
     with writer.hold(f"deleting {len(document_ids)} removed document(s)"):
         stored = store.documents()
-        return [delete_if_gone(document_id, stored.get(document_id), store) for document_id in document_ids]
+        outcomes = [delete_if_gone(document_id, stored.get(document_id), store) for document_id in document_ids]
+    get_run_logger().info("; ".join(deletion_line(o) for o in outcomes))
+    return outcomes
+
+
+def deletion_line(outcome: DocumentOutcome) -> str:
+    if outcome.status == "deleted":
+        return f"deleted {outcome.document_id}: {outcome.chunks} chunks"
+    return f"kept {outcome.document_id}: {outcome.note}"
 
 
 def delete_if_gone(document_id: str, record: DocumentRecord | None, store: ChunkStore) -> DocumentOutcome:
@@ -183,10 +241,12 @@ def delete_if_gone(document_id: str, record: DocumentRecord | None, store: Chunk
     )
 
 
-@task(name="refresh-indexes", **STEP)
+@task(name="refresh-indexes", task_run_name="refresh-indexes {store.uri}", **STEP)
 def refresh_indexes(store: ChunkStore, writer: WriterSlot) -> None:
+    started = time.perf_counter()
     with writer.hold("refreshing indexes"):
         store.refresh_indexes()
+    get_run_logger().info(f"refreshed the indexes of {store.uri}, {time.perf_counter() - started:.2f} s")
 
 
 def sources_to_ingest(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
@@ -208,6 +268,11 @@ def sources_to_ingest(target: Path, corpus: Path) -> tuple[list[SourceFile], Pat
     return [source_for(file, root)], None
 
 
-@task(name="discover", cache_policy=NO_CACHE)
+@task(name="discover", task_run_name="discover {target}", cache_policy=NO_CACHE)
 def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
-    return sources_to_ingest(target, corpus)
+    sources, root = sources_to_ingest(target, corpus)
+    if root:
+        get_run_logger().info(f"found {len(sources)} PDFs in {root}")
+    else:
+        get_run_logger().info(f"one PDF, {sources[0].document_id}: nothing else is deleted")
+    return sources, root

@@ -4,13 +4,14 @@ Maintenance compacts both tables, folds new rows into the indexes (FTS, BTREE an
 index), and removes old table versions. Erasure removes one document; a purge also rewrites what is left and
 removes every older version, so the document's text is gone from disk. Both write: their tasks hold the
 writer limit ingestion holds, and retry only what may pass (a lost commit race or a failed I/O request, see
-``store.failures_are_transient``).
+``store.failures_are_transient``). Each task run is named after the store (or document) it touches and logs
+one line: rows and bytes, what was decided, how long it took.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -19,6 +20,7 @@ from prefect import get_run_logger, task
 
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.policy import STEP
+from citesum.tasks.records import to_json
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import CHUNKS, LanceStore, TableState
 from citesum.tasks.store.writer import WriterSlot
@@ -43,12 +45,11 @@ class MaintenanceReport:
     purged: bool = False  # every row rewritten and every older version removed (--purge)
 
     def to_json(self) -> dict:
+        """Each table before and after, then the fields; the time to the hundredth of a second."""
         return {
             "db": self.db,
-            "tables": [table_change(b, a) for b, a in paired(self.before, self.after)],
-            "vector_index": asdict(self.vector_index),
-            "keep_versions_hours": self.keep_versions_hours,
-            "purged": self.purged,
+            "tables": table_changes(self.before, self.after),
+            **to_json(self, exclude={"db", "before", "after", "seconds"}),
             "seconds": round(self.seconds, 2),
         }
 
@@ -67,15 +68,7 @@ class Erasure:
     after: tuple[TableState, ...] = field(default=())
 
     def to_json(self) -> dict:
-        return {
-            "document_id": self.document_id,
-            "version": self.version,
-            "chunks": self.chunks,
-            "db": self.db,
-            "erased_at": self.erased_at,
-            "purged": self.purged,
-            "tables": [table_change(b, a) for b, a in paired(self.before, self.after)],
-        }
+        return to_json(self, exclude={"before", "after"}) | {"tables": table_changes(self.before, self.after)}
 
 
 # -- decisions ------------------------------------------------------------------------
@@ -145,24 +138,23 @@ def paired(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> lis
     return [(b, later[b.name]) for b in before if b.name in later]
 
 
-def table_change(before: TableState, after: TableState) -> dict:
-    return {
-        "table": before.name,
-        "rows": [before.rows, after.rows],
-        "versions": [before.versions, after.versions],
-        "fragments": [before.fragments, after.fragments],
-        "bytes": [before.bytes, after.bytes],
-        "indexes": [
-            {
-                "name": i.name,
-                "kind": i.kind,
-                "column": i.column,
-                "indexed": i.indexed_rows,
-                "unindexed": i.unindexed_rows,
-            }
-            for i in after.indexes
-        ],
-    }
+TABLE_FIGURES = ("rows", "versions", "fragments", "bytes")
+
+
+def table_changes(before: tuple[TableState, ...], after: tuple[TableState, ...]) -> list[dict]:
+    """Per table, each figure as [before, after]; its indexes as they are after."""
+    return [
+        {
+            "table": b.name,
+            **{figure: [getattr(b, figure), getattr(a, figure)] for figure in TABLE_FIGURES},
+            "indexes": [
+                to_json(i, exclude={"indexed_rows", "unindexed_rows", "created_at"})
+                | {"indexed": i.indexed_rows, "unindexed": i.unindexed_rows}
+                for i in a.indexes
+            ],
+        }
+        for b, a in paired(before, after)
+    ]
 
 
 def size(value: int | None) -> str:
@@ -247,37 +239,56 @@ def purge_log_line(before: tuple[TableState, ...], after: tuple[TableState, ...]
 # -- Prefect tasks -----------------------------------------------------------------------
 
 
-@task(name="describe-store", **STEP)
+def states_log_line(states: tuple[TableState, ...]) -> str:
+    return "; ".join(
+        f"{s.name}: {s.rows:,} rows, {s.versions} versions, {s.fragments} fragments, {size(s.bytes)}" for s in states
+    )
+
+
+@task(name="describe-store", task_run_name="describe-store {store.uri}", **STEP)
 def describe_store(store: LanceStore) -> tuple[TableState, ...]:
-    return store.table_states()
+    states = store.table_states()
+    get_run_logger().info(states_log_line(states))
+    return states
 
 
-@task(name="plan-vector-index", **STEP)
+@task(name="plan-vector-index", task_run_name="plan-vector-index {store.uri}", **STEP)
 def plan_vector_index_task(store: LanceStore, states: tuple[TableState, ...], settings: Settings) -> VectorIndexPlan:
-    return vector_index_plan(store, states, settings)
+    plan = vector_index_plan(store, states, settings)
+    get_run_logger().info(f"vector index: {plan.action} ({plan.reason})")
+    return plan
 
 
-@task(name="compact", **STEP)
+@task(name="compact", task_run_name="compact {store.uri}", **STEP)
 def compact(store: LanceStore, keep_versions: timedelta, writer: WriterSlot) -> None:
     """Compaction, index refresh and version cleanup; writers wait, so it never races them."""
+    started = time.perf_counter()
     with writer.hold("compacting the store"):
         store.compact(keep_versions)
+    get_run_logger().info(
+        f"compacted {store.uri}, removed versions older than {keep_versions.total_seconds() / 3600:g} h, "
+        f"{time.perf_counter() - started:.2f} s"
+    )
 
 
-@task(name="build-vector-index", **STEP)
+@task(name="build-vector-index", task_run_name="build-vector-index {store.uri}", **STEP)
 def build_vector_index(store: LanceStore, writer: WriterSlot) -> float:
     started = time.perf_counter()
     with writer.hold("building the vector index"):
         store.build_vector_index(vector_index_config())
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    get_run_logger().info(f"built the vector index of {store.uri}, {seconds:.2f} s")
+    return seconds
 
 
-@task(name="find-document", **STEP)
+@task(name="find-document", task_run_name="find-document {document_id}", **STEP)
 def find_document_task(store: LanceStore, document_id: str) -> Erasure:
-    return find_document(store, document_id)
+    found = find_document(store, document_id)
+    get_run_logger().info(f"found {document_id!r} version {found.version or '-'}: {found.chunks} chunks")
+    return found
 
 
-@task(name="erase", **STEP)
+@task(name="erase", task_run_name="erase {target.document_id}", **STEP)
 def erase(store: LanceStore, target: Erasure, writer: WriterSlot) -> Erasure:
     """Delete the document's chunks and record; a retry after a partial delete finishes it."""
     with writer.hold(f"erasing {target.document_id}"):
@@ -287,7 +298,7 @@ def erase(store: LanceStore, target: Erasure, writer: WriterSlot) -> Erasure:
     return erased
 
 
-@task(name="purge", **STEP)
+@task(name="purge", task_run_name="purge {store.uri}", **STEP)
 def purge(store: LanceStore, writer: WriterSlot) -> tuple[tuple[TableState, ...], tuple[TableState, ...]]:
     """Rewrite, reindex and drop every older version: deleted text leaves the disk."""
     with writer.hold("purging old versions"):

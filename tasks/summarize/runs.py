@@ -12,8 +12,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from citesum.tasks.records import to_json
+from citesum.tasks.settings import Settings
 from citesum.tasks.summarize.compose import Attempt
-from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.evidence import Evidence
 from citesum.tasks.summarize.summary import Summary, SummaryPart
 
 
@@ -21,12 +23,12 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
 
 
-def run_record(summary: Summary, settings: dict) -> dict:
+def run_record(summary: Summary, settings: Settings) -> dict:
     return {
         **summary.to_json(),
         "mode_reason": summary.mode_reason,
         "synthesizer_reason": summary.synthesizer_reason,
-        "settings": settings,
+        "settings": to_json(settings),
         "parts": [_part(part) for part in summary.parts],
         "recorded_at": datetime.now(UTC).isoformat(),
     }
@@ -41,30 +43,20 @@ def write_run(record: dict, runs_dir: Path) -> Path:
     return path
 
 
+# A candidate is recorded by its identity, place and scores; its text is in the evidence, when selected.
+CANDIDATE_LEAVES_OUT = {"version", "source", "text", "ordinal", "vector"}
+
+
 def _part(part: SummaryPart) -> dict:
     section = part.section
     return {
         "title": section.title,
         "query": part.query,
-        "candidates": [_candidate(c) for c in part.candidates],
+        "candidates": [to_json(c, exclude=CANDIDATE_LEAVES_OUT) for c in part.candidates],
         "evidence": [_evidence(e) for e in section.evidence],
         "attempts": [_attempt(a) for a in section.attempts],
-        "removed": [{"text": s.text, "citations": list(s.citations)} for s in section.removed],
+        "removed": to_json(section.removed),
         "warning": section.warning,
-    }
-
-
-def _candidate(c: Candidate) -> dict:
-    return {
-        "chunk_id": c.chunk_id,
-        "document_id": c.document_id,
-        "page_start": c.page_start,
-        "page_end": c.page_end,
-        "heading": c.heading,
-        "rank": c.rank,
-        "score": c.score,
-        "dense_rank": c.dense_rank,
-        "lexical_rank": c.lexical_rank,
     }
 
 
@@ -77,7 +69,6 @@ def _attempt(a: Attempt) -> dict:
         "prompt": a.draft.prompt,
         "raw_output": a.draft.raw,
         "validation": [
-            {"text": c.sentence.text, "citations": list(c.sentence.citations), "ok": c.ok, "problems": list(c.problems)}
-            for c in a.validation.checks
+            to_json(c.sentence) | {"ok": c.ok, "problems": to_json(c.problems)} for c in a.validation.checks
         ],
     }

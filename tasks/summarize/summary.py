@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from citesum.tasks.records import to_json
 from citesum.tasks.summarize.compose import Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE
@@ -95,16 +96,7 @@ class Summary:
             "synthesizer": self.synthesizer,
             "summary_markdown": self.markdown(),
             "sections": self.sections_json(),
-            "citations": {
-                label: {
-                    "chunk_id": c.chunk_id,
-                    "document_id": c.document_id,
-                    "source": c.source,
-                    "page_start": c.page_start,
-                    "page_end": c.page_end,
-                }
-                for label, c in table.items()
-            },
+            "citations": {label: to_json(c, exclude={"label"}) for label, c in table.items()},
             "metrics": self.metrics,
             "warnings": self.warnings,
             "run_id": self.run_id,

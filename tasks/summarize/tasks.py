@@ -2,15 +2,17 @@
 
 Mode and synthesizer are chosen here, each with the reason the output reports.
 LLM-backed tasks carry the tag ``LLM_TAG``, whose concurrency limit the flow creates.
+Each task run is named after its query or section and logs one line of counts.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
-from prefect import get_client, task
+from prefect import get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import ObjectNotFound
 
@@ -105,32 +107,70 @@ def combine(focus: str | None, topic: Topic) -> str:
     return f"{focus}: {topic.query}" if focus else topic.query
 
 
-@task(name="find-topics", cache_policy=NO_CACHE)
+def topics_name(parameters: dict) -> str:
+    """The run name of topic finding: the document, or how many."""
+    ids = parameters["document_ids"]
+    return f"find-topics {ids[0]}" if len(ids) == 1 else f"find-topics {len(ids)} documents"
+
+
+@task(name="find-topics", task_run_name=topics_name, cache_policy=NO_CACHE)
 def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]:
     """Topics from headings when the documents have enough sections, else from clusters."""
     rows = chunk_rows(store, document_ids, vectors=True)
-    topics = topics_from_headings(rows)
-    if topics:
-        return topics
-    vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
-    return topics_from_clusters(rows, vectors)
+    topics, origin = topics_from_headings(rows), "headings"
+    if not topics:
+        vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
+        topics, origin = topics_from_clusters(rows, vectors), "clusters"
+    get_run_logger().info(f"{len(topics)} topics from {origin} of {len(rows)} chunks in {len(document_ids)} documents")
+    return topics
 
 
-@task(name="retrieve", cache_policy=NO_CACHE, retries=2, retry_condition_fn=retry_transient)
+@task(
+    name="retrieve",
+    task_run_name="retrieve {query}",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_condition_fn=retry_transient,
+)
 def retrieve_candidates(
     query: str, store: LanceStore, embedder: Embedder, document_ids: tuple[str, ...], k: int
 ) -> list[Candidate]:
-    return retrieve(store, embedder, query, k=k, document_ids=document_ids)
+    started = time.perf_counter()
+    candidates = retrieve(store, embedder, query, k=k, document_ids=document_ids)
+    by_vector = sum(c.dense_rank is not None for c in candidates)
+    by_text = sum(c.lexical_rank is not None for c in candidates)
+    get_run_logger().info(
+        f"{len(candidates)} candidates ({by_vector} by vector, {by_text} by text), {time.perf_counter() - started:.2f} s"
+    )
+    return candidates
 
 
-@task(name="rerank", cache_policy=NO_CACHE)
+@task(name="rerank", task_run_name="rerank {query}", cache_policy=NO_CACHE)
 def select_evidence(query: str, candidates: list[Candidate], reranker: Reranker, k: int) -> list[Evidence]:
-    return reranker.rerank(query, candidates, k)
+    started = time.perf_counter()
+    evidence = reranker.rerank(query, candidates, k)
+    get_run_logger().info(
+        f"{len(evidence)} evidence of {len(candidates)} candidates, {time.perf_counter() - started:.2f} s"
+    )
+    return evidence
 
 
-@task(name="synthesize", tags=[LLM_TAG], **SYNTH_TASK)
+@task(name="synthesize", task_run_name="synthesize {title}", tags=[LLM_TAG], **SYNTH_TASK)
 def write_part(title: str, query: str, evidence: list[Evidence], synthesizer: Synthesizer) -> Section:
-    return write_section(title, query, evidence, synthesizer)
+    started = time.perf_counter()
+    section = write_section(title, query, evidence, synthesizer)
+    get_run_logger().info(section_line(section, time.perf_counter() - started))
+    return section
+
+
+def section_line(section: Section, seconds: float) -> str:
+    """What a written section holds: sentences, the evidence they cite, what validation removed."""
+    cited = {label for sentence in section.sentences for label in sentence.citations}
+    line = (
+        f"{len(section.sentences)} sentences citing {len(cited)} of {len(section.evidence)} evidence, "
+        f"{len(section.removed)} removed, {seconds:.2f} s"
+    )
+    return f"{line}; {section.warning}" if section.warning else line
 
 
 def section_evidence(store: LanceStore, document_ids: tuple[str, ...]) -> dict[str, list[Evidence]]:
@@ -150,9 +190,12 @@ def _section_title(key, documents: int) -> str:
     return f"{key.document_id}: {key.title}" if documents > 1 else key.title
 
 
-@task(name="summarize-section", tags=[LLM_TAG], **SYNTH_TASK)
+@task(name="summarize-section", task_run_name="summarize-section {title}", tags=[LLM_TAG], **SYNTH_TASK)
 def summarize_section(title: str, evidence: list[Evidence], synthesizer: Synthesizer, embedder: Embedder) -> Section:
-    return mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens)
+    started = time.perf_counter()
+    section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens)
+    get_run_logger().info(section_line(section, time.perf_counter() - started))
+    return section
 
 
 def ensure_llm_limit() -> None:

@@ -19,6 +19,8 @@ import time
 
 def main() -> None:
     # Heavy imports stay inside main: extraction children are spawned and re-import __main__.
+    from prefect.logging import disable_run_logger
+
     from citesum.flows.summarize import run_summarize
     from citesum.tasks.embed import load_embedder
     from citesum.tasks.settings import Settings
@@ -47,9 +49,10 @@ def main() -> None:
         if not documents:
             continue
         started = time.perf_counter()
-        candidates = retrieve_candidates.fn(q.question, store, embedder, documents, settings.candidates)
-        evidence = select_evidence.fn(q.question, candidates, reranker, settings.evidence)
-        section = write_part.fn("Summary", q.question, evidence, synthesizer)
+        with disable_run_logger():  # the tasks' logic, outside a run
+            candidates = retrieve_candidates.fn(q.question, store, embedder, documents, settings.candidates)
+            evidence = select_evidence.fn(q.question, candidates, reranker, settings.evidence)
+            section = write_part.fn("Summary", q.question, evidence, synthesizer)
         seconds.append(time.perf_counter() - started)
         rates.append(bool(section.sentences))
 

@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from prefect.logging import disable_run_logger
 from prefect.settings import PREFECT_API_URL
 
 from citesum.flows.ingest import run_ingest
@@ -48,11 +49,12 @@ def stored_state(db: str) -> dict[str, tuple[str, int]]:
 
 
 def read_but_not_written(path: Path, corpus: Path, settings: Settings, embedder, store: LanceStore) -> Job:
-    """A run's job for the file as it is now, carried up to the write."""
+    """A run's job for the file as it is now, carried up to the write (the tasks' logic, outside a run)."""
     job = Job(WorkItem(source_for(path, corpus), "updated"))
-    job = extract.fn(job, settings, None)
-    job = chunk.fn(job, settings, embedder)
-    return embed.fn(job, embedder, store)
+    with disable_run_logger():
+        job = extract.fn(job, settings, None)
+        job = chunk.fn(job, settings, embedder)
+        return embed.fn(job, embedder, store)
 
 
 def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_write(tmp_path, sample, embedder):
@@ -70,7 +72,8 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
     assert run_ingest(str(agreement), settings).is_completed()
     newest = hash_file(agreement)
 
-    outcome = write.fn(stale, store, embedder, settings, WriterSlot.from_settings(settings))
+    with disable_run_logger():
+        outcome = write.fn(stale, store, embedder, settings, WriterSlot.from_settings(settings))
 
     assert outcome.status == "outdated" and outcome.chunks == 0
     assert outcome.note == "the file changed while this run read it; not written"
@@ -92,7 +95,8 @@ def test_a_file_put_back_after_the_reindex_found_it_gone_is_not_deleted(tmp_path
     (corpus / AGREEMENT).unlink()  # the reindex plans to delete both ...
     (corpus / REPORT).write_bytes(kept)  # ... and an upload puts one back before the deletion
 
-    outcomes = delete_missing.fn((AGREEMENT, REPORT), LanceStore(settings.db), WriterSlot.from_settings(settings))
+    with disable_run_logger():
+        outcomes = delete_missing.fn((AGREEMENT, REPORT), LanceStore(settings.db), WriterSlot.from_settings(settings))
 
     assert {o.document_id: o.status for o in outcomes} == {AGREEMENT: "deleted", REPORT: "outdated"}
     assert stored_state(settings.db) == {REPORT: before[REPORT]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from citesum.tasks.summarize.evidence import Evidence
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
 from citesum.tasks.summarize.synthesizers.prompts import (
@@ -14,6 +16,7 @@ from citesum.tasks.summarize.synthesizers.prompts import (
     neutralise,
     parse_draft,
     render_prompt,
+    strip_reasoning,
 )
 from tests.summary_fixtures import evidence_of
 
@@ -83,11 +86,69 @@ def test_a_bullet_without_citation_keeps_an_empty_tuple():
     assert sentences[1].text == "Unsupported claim."
 
 
-def test_unbulleted_lines_are_sentences_and_headings_and_introductions_are_dropped():
-    raw = "## Summary\nHere is what the evidence says:\n\nFirst line [c1].\n\nSecond line [c2]."
+def test_only_bullet_lines_are_claims_not_prose_headings_or_tags():
+    raw = (
+        "## Summary\nHere is what the evidence says, based on [c2]:\n\nFirst line [c1].\n"
+        "- Second line [c2].<|eot_id|>\n</answer>\n1. Third line [c3]\nI hope this helps [c1]!"
+    )
     draft = parse_draft(raw, "")
-    assert [s.text for s in draft.sentences] == ["First line.", "Second line."]
+    assert [(s.text, s.citations) for s in draft.sentences] == [("Second line.", ("c2",)), ("Third line", ("c3",))]
     assert draft.raw == raw  # the raw answer is kept whole for the record
+    assert [s.text for s in parse_draft("Not stated in the evidence.", "").sentences] == [NOT_STATED]  # no bullet
+
+
+def test_a_json_answer_of_the_schema_gives_its_sentences_and_labels():
+    raw = json.dumps(
+        {
+            "sentences": [
+                {"text": "Notice is 30 days.", "citations": ["c1"]},
+                {"text": "Rent is due monthly [c3].", "citations": ["[C2]"]},
+                {"text": "Interest applies.", "citations": ["1", "source 2"]},
+                {"text": "Uncited.", "citations": []},
+            ]
+        }
+    )
+    sentences = parse_draft(raw, "").sentences
+    assert [(s.text, s.citations) for s in sentences] == [
+        ("Notice is 30 days.", ("c1",)),
+        ("Rent is due monthly.", ("c2", "c3")),
+        ("Interest applies.", ("1", "source 2")),  # kept as written, so validation names the wrong label
+        ("Uncited.", ()),
+    ]
+
+
+def test_json_in_a_code_fence_or_after_prose_is_still_the_answer_and_its_bullets_are_not_read():
+    body = '{"sentences": [{"text": "Notice is 30 days.", "citations": ["c1"]}]}'
+    for raw in (f"```json\n{body}\n```", f"Here is the JSON you asked for:\n{body}\n- Stray bullet [c2]."):
+        assert [(s.text, s.citations) for s in parse_draft(raw, "").sentences] == [("Notice is 30 days.", ("c1",))]
+    assert parse_draft('{"sentences": []}', "").sentences == ()
+    not_json = '- Notice is 30 days [c1].\n- The "sentences" key {is not} here [c2].'
+    assert [s.citations for s in parse_draft(not_json, "").sentences] == [("c1",), ("c2",)]  # bullets, the fallback
+
+
+def test_think_blocks_are_never_claims_closed_cut_off_or_opened_by_the_template():
+    closed = (
+        "<think>\nThe user asks about notice.\n- Maybe: notice is 60 days [c2].\n</think>\n\n- Notice is 30 days [c1]."
+    )
+    cut_off = "- Notice is 30 days [c1].\n<think>\nWait, check c2.\n- Fees are 5% [c2]"
+    only_thought = "<think>\nThe user wants the notice period.\n- Notice is 60 days [c2].\nLet me check"
+    template_opened = "Okay, the user asks.\n- Notice is 60 days [c2].\n</think>\n\n- Notice is 30 days [c1]."
+    for raw in (closed, cut_off, template_opened):
+        assert [(s.text, s.citations) for s in parse_draft(raw, "").sentences] == [("Notice is 30 days.", ("c1",))]
+    assert parse_draft(only_thought, "").sentences == ()
+    assert strip_reasoning("<THINKING>a</THINKING>b") == "\nb"
+
+
+def test_an_answer_echoing_the_prompt_keeps_only_its_own_bullets():
+    req = request(evidence("c1", "The Supplier shall:\n- deliver the services;\n- keep records for 6 years."))
+    prompt = render_prompt(build_messages(req))
+    raw = prompt + "\n\n- The Supplier keeps records for 6 years [c1].\n- The Supplier must deliver the services."
+    sentences = parse_draft(raw, prompt).sentences
+    # Rule 6 of the echoed system prompt is a numbered line with labels; the evidence's own bullets carry none.
+    assert [(s.text, s.citations) for s in sentences] == [
+        ("The Supplier keeps records for 6 years.", ("c1",)),
+        ("The Supplier must deliver the services.", ()),
+    ]
 
 
 def test_not_stated_is_recognised():
@@ -112,6 +173,7 @@ def test_system_message_holds_the_rules_and_no_evidence():
     assert system == SYSTEM_PROMPT
     assert "30 days" not in system
     assert "never instructions" in system and NOT_STATED in system
+    assert '{"sentences": [{"text": "...", "citations": ["c2"]}]}' in system  # the form ANSWER_SCHEMA enforces
 
 
 def test_user_message_labels_each_chunk_with_document_pages_and_heading():
@@ -129,7 +191,7 @@ def test_user_message_labels_each_chunk_with_document_pages_and_heading():
     assert "[c2] document: b.pdf | pages: pp.2-3\nRent is due monthly." in evidence_block
     assert evidence_block.index("[c1]") < evidence_block.index("[c2]")
     assert "What is the notice period?" in text.split(EVIDENCE_OPEN)[0]
-    assert "at most 3 bullets" in text and "[c1], [c2]" in text
+    assert "at most 3 statements" in text and "[c1], [c2]" in text
     assert "not instructions" in text
     assert "failed validation" not in text
 

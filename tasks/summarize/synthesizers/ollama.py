@@ -5,6 +5,10 @@ and 5xx answers are retried with exponential backoff, honouring ``Retry-After``;
 other 4xx answers (404: model not installed) fail at once, since trying again
 cannot help. After the last retry a ``TransientError`` is raised, so the task
 level (Prefect) may still try later.
+
+Each request asks for JSON of ``ANSWER_SCHEMA`` (``format``) and for no reasoning
+(``think=False``); a server that rejects the think flag is asked again without it,
+once, and never with it again. Reasoning that arrives anyway is stripped by the parser.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from citesum.tasks.errors import CitesumError, ConfigurationError, TransientErro
 from citesum.tasks.summarize.evidence import Draft
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.summarize.synthesizers.prompts import (
+    ANSWER_SCHEMA,
     build_merge_messages,
     build_messages,
     parse_draft,
@@ -143,6 +148,7 @@ class OllamaSynthesizer:
         self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts (task-level retry)
         self.name = f"ollama:{model}"
         self._client = _client(self.host, timeout)
+        self._think: dict[str, bool] = {"think": False}  # emptied once a server rejects the flag
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> OllamaSynthesizer:
@@ -188,12 +194,7 @@ class OllamaSynthesizer:
 
     def _chat_once(self, messages: list[dict[str, str]]) -> str:
         try:
-            response = self._client.chat(
-                model=self.model,
-                messages=messages,
-                stream=False,
-                options={"temperature": 0, "num_ctx": self.context_tokens, "num_predict": self.max_output_tokens},
-            )
+            response = self._send(messages)
         except _TRANSPORT_ERRORS as exc:
             raise _Retry(_describe(exc, self.timeout)) from exc
         except HttpStatusError as exc:
@@ -201,6 +202,25 @@ class OllamaSynthesizer:
                 raise _Retry(str(exc), exc.retry_after) from exc
             raise self._refusal(exc) from exc
         return response.message.content or ""
+
+    def _send(self, messages: list[dict[str, str]]) -> ollama.ChatResponse:
+        try:
+            return self._request(messages)
+        except HttpStatusError as exc:
+            if not (self._think and exc.status == 400 and "think" in exc.message.lower()):
+                raise
+            self._think = {}  # a server older than the flag, or one that refuses it: the parser strips reasoning
+            return self._request(messages)
+
+    def _request(self, messages: list[dict[str, str]]) -> ollama.ChatResponse:
+        return self._client.chat(
+            model=self.model,
+            messages=messages,
+            stream=False,
+            format=ANSWER_SCHEMA,
+            options={"temperature": 0, "num_ctx": self.context_tokens, "num_predict": self.max_output_tokens},
+            **self._think,
+        )
 
     def _refusal(self, exc: HttpStatusError) -> CitesumError:
         if exc.status == 404:

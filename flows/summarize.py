@@ -18,6 +18,7 @@ from citesum.tasks.summarize.tasks import (
     choose_synthesizer,
     combine,
     ensure_llm_limit,
+    fallback_synthesizer,
     find_topics,
     resolve_documents,
     retrieve_candidates,
@@ -45,14 +46,15 @@ def summarize(
     document_ids = resolve_documents(store, documents)
     store.check_model(embedder.name, embedder.dimension)
     synthesizer, synth_reason = choose_synthesizer(synth, settings, embedder)
+    fallback = fallback_synthesizer(synthesizer, embedder)
     ensure_llm_limit()
 
     if mode == "exhaustive":
-        parts = every_section(store, document_ids, synthesizer, embedder)
+        parts = every_section(store, document_ids, synthesizer, fallback, embedder)
     else:
         plan = [("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
         reranker = load_reranker(settings.reranker, embedder)
-        parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, settings)
+        parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, fallback, settings)
 
     figures = metrics.summary_metrics(mode, parts)
     summary = Summary(
@@ -78,21 +80,25 @@ def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | No
     return [(t.title, combine(focus, t), t.document_ids) for t in find_topics(store, document_ids)]
 
 
-def retrieved_parts(plan: Plan, store, embedder, reranker, synthesizer, settings: Settings) -> list[SummaryPart]:
-    """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation."""
+def retrieved_parts(
+    plan: Plan, store, embedder, reranker, synthesizer, fallback, settings: Settings
+) -> list[SummaryPart]:
+    """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation (and fallback)."""
     titles, queries, scopes = (list(column) for column in zip(*plan, strict=True)) if plan else ([], [], [])
     candidates = retrieve_candidates.map(queries, unmapped(store), unmapped(embedder), scopes, settings.candidates)
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.evidence)
-    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer))
+    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback))
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)
     ]
 
 
-def every_section(store, document_ids: tuple[str, ...], synthesizer, embedder) -> list[SummaryPart]:
+def every_section(store, document_ids: tuple[str, ...], synthesizer, fallback, embedder) -> list[SummaryPart]:
     """Exhaustive: map-reduce over every chunk, one part per top-level section."""
     grouped = section_evidence(store, document_ids)
-    futures = summarize_section.map(list(grouped), list(grouped.values()), unmapped(synthesizer), unmapped(embedder))
+    futures = summarize_section.map(
+        list(grouped), list(grouped.values()), unmapped(synthesizer), unmapped(embedder), unmapped(fallback)
+    )
     return [
         SummaryPart(f.result(), title, tuple(e.candidate for e in grouped[title]))
         for title, f in zip(grouped, futures, strict=True)

@@ -1,8 +1,11 @@
 """One summary section: synthesize, validate citations, retry once, then keep what holds.
 
-First failure: one retry with instructions naming what failed. Second failure:
-unsupported sentences are removed and listed, and the section carries the
-warning ``LIMITED_COVERAGE`` with both attempts as its trace.
+First failure: one retry with instructions naming what failed (a generated answer
+with no claim in the form asked for fails too). Second failure: unsupported
+sentences are removed and kept for the record, and the section carries the warning
+``LIMITED_COVERAGE`` with both attempts as its trace. When nothing of the second
+attempt holds, a fallback synthesizer (the extractive one) writes the section from
+the same evidence, marked ``EXTRACTIVE_FALLBACK``, instead of leaving it empty.
 """
 
 from __future__ import annotations
@@ -13,6 +16,12 @@ from dataclasses import dataclass, replace
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest, Synthesizer
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE, Validation, validate
+
+EXTRACTIVE_FALLBACK = "Extractive fallback: the generated sentences failed validation twice"
+NO_CLAIMS = (
+    "Your answer held no statement in the form asked for: "
+    'a JSON object {"sentences": [{"text": "...", "citations": ["c1"]}]}.'
+)
 
 
 @dataclass(frozen=True)
@@ -31,41 +40,73 @@ class Section:
     attempts: tuple[Attempt, ...]  # the trace: each draft and its validation
     removed: tuple[CitedSentence, ...] = ()  # sentences dropped after the second failure
     warning: str | None = None
+    fallback: Attempt | None = None  # the fallback's draft, when it wrote ``sentences``
 
     @property
     def last(self) -> Attempt | None:
+        """The synthesizer's own last attempt (a fallback is not one: metrics judge the synthesizer)."""
         return self.attempts[-1] if self.attempts else None
 
 
 def write_section(
-    title: str, instruction: str, evidence: Sequence[Evidence], synthesizer: Synthesizer, *, max_sentences: int = 5
+    title: str,
+    instruction: str,
+    evidence: Sequence[Evidence],
+    synthesizer: Synthesizer,
+    *,
+    max_sentences: int = 5,
+    fallback: Synthesizer | None = None,
 ) -> Section:
-    """Synthesize a section from its evidence, validated, with one retry."""
+    """Synthesize a section from its evidence, validated, with one retry, then the fallback if nothing held."""
     request = SynthesisRequest(instruction, tuple(evidence), max_sentences=max_sentences)
     return validated_section(
         title,
         evidence,
         lambda feedback: synthesizer.synthesize(replace(request, feedback=feedback)),
         verbatim=synthesizer.verbatim,
+        fallback=(lambda: fallback.synthesize(request)) if fallback else None,
     )
 
 
 def validated_section(
-    title: str, evidence: Sequence[Evidence], produce: Callable[[str], Draft], *, verbatim: bool
+    title: str,
+    evidence: Sequence[Evidence],
+    produce: Callable[[str], Draft],
+    *,
+    verbatim: bool,
+    fallback: Callable[[], Draft] | None = None,
 ) -> Section:
-    """``produce(feedback)`` drafts the section; feedback is empty on the first attempt."""
+    """``produce(feedback)`` drafts the section; feedback is empty on the first attempt.
+
+    ``fallback()`` drafts verbatim evidence sentences, asked only when no sentence of the second attempt holds.
+    """
     evidence = tuple(evidence)
     if not evidence:
         return Section(title, evidence, (), ())
     texts = {e.label: e.candidate.text for e in evidence}
     attempts = [_attempt(produce(""), texts, verbatim)]
-    if not attempts[0].validation.ok:
-        attempts.append(_attempt(produce(attempts[0].validation.feedback()), texts, verbatim))
-    final = attempts[-1].validation
-    if final.ok:
-        return Section(title, evidence, final.passing(), tuple(attempts))
-    removed = tuple(check.sentence for check in final.checks if not check.supported_by and check.problems)
-    return Section(title, evidence, final.passing(), tuple(attempts), removed, LIMITED_COVERAGE)
+    if _failed(attempts[0], verbatim):
+        attempts.append(_attempt(produce(_feedback(attempts[0])), texts, verbatim))
+    final = attempts[-1]
+    if not _failed(final, verbatim):
+        return Section(title, evidence, final.validation.passing(), tuple(attempts))
+    removed = tuple(check.sentence for check in final.validation.checks if not check.supported_by and check.problems)
+    kept = final.validation.passing()
+    if kept or fallback is None:
+        return Section(title, evidence, kept, tuple(attempts), removed, LIMITED_COVERAGE)
+    extracted = _attempt(fallback(), texts, verbatim=True)
+    sentences = extracted.validation.passing()
+    warning = EXTRACTIVE_FALLBACK if sentences else LIMITED_COVERAGE
+    return Section(title, evidence, sentences, tuple(attempts), removed, warning, extracted)
+
+
+def _failed(attempt: Attempt, verbatim: bool) -> bool:
+    # An extractive selection with no sentence would be the same on a retry; a model's empty answer need not.
+    return not attempt.validation.ok or (not verbatim and not attempt.draft.sentences)
+
+
+def _feedback(attempt: Attempt) -> str:
+    return attempt.validation.feedback() if attempt.draft.sentences else NO_CLAIMS
 
 
 def _attempt(draft: Draft, texts: dict[str, str], verbatim: bool) -> Attempt:

@@ -6,7 +6,7 @@ synthesizer's context) into cited points; reduce merges batches of points
 recursively until the section fits, keeping citations through every pass. A batch
 that does not shrink is split in two and merged again; a single point that cannot
 shrink is kept as it is, and a pass that makes no progress ends the loop, so it
-always ends. The final merge is validated like any section.
+always ends. The final merge is validated like any section, with the same fallback.
 """
 
 from __future__ import annotations
@@ -39,9 +39,14 @@ def batches(items: Sequence, cost: Callable[[object], int], budget: int) -> list
 
 
 def summarize_section(
-    title: str, evidence: Sequence[Evidence], synthesizer: Synthesizer, count_tokens: Callable[[str], int]
+    title: str,
+    evidence: Sequence[Evidence],
+    synthesizer: Synthesizer,
+    count_tokens: Callable[[str], int],
+    fallback: Synthesizer | None = None,
 ) -> Section:
-    """Every chunk of one section mapped to cited points, reduced, validated."""
+    """Every chunk of one section mapped to cited points, reduced, validated; ``fallback`` writes it if none holds."""
+    evidence = tuple(evidence)
     budget = int(synthesizer.context_tokens * BATCH_SHARE)
     points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.text), budget)
     points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
@@ -51,6 +56,13 @@ def summarize_section(
         evidence,
         lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
         verbatim=synthesizer.verbatim,
+        fallback=(
+            lambda: fallback.synthesize(
+                SynthesisRequest(request.instruction, evidence, max_sentences=SECTION_SENTENCES)
+            )
+        )
+        if fallback
+        else None,
     )
 
 

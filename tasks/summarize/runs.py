@@ -57,6 +57,7 @@ def _part(part: SummaryPart) -> dict:
         "attempts": [_attempt(a) for a in section.attempts],
         "removed": to_json(section.removed),
         "warning": section.warning,
+        "fallback": _attempt(section.fallback) if section.fallback else None,
     }
 
 

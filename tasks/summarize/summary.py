@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from citesum.tasks.records import to_json
-from citesum.tasks.summarize.compose import Section
+from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE
 from citesum.tasks.text import evidence_label
@@ -62,6 +62,7 @@ class Summary:
         return [
             {
                 "title": part.section.title,
+                "extractive_fallback": part.section.fallback is not None,
                 "sentences": [
                     {"text": s.text, "citations": [local[(i, label)] for label in s.citations]}
                     for s in part.section.sentences
@@ -80,6 +81,8 @@ class Summary:
             lines += [f"_{QUERY_CAVEAT}_", ""]
         for i, part in enumerate(self.parts):
             lines += [f"## {part.section.title}", ""]
+            if part.section.fallback is not None:
+                lines += [f"_{FALLBACK_NOTE}_", ""]
             for s in part.section.sentences:
                 refs = "".join(_reference(table[local[(i, label)]], links) for label in s.citations)
                 lines.append(f"- {s.text} {refs}".rstrip())
@@ -108,6 +111,8 @@ def _reference(citation: Citation, links: bool) -> str:
     return f"[{text}]({citation.source}#page={citation.page_start})" if links else f"[{text}]"
 
 
+FALLBACK_NOTE = "The generated sentences failed validation twice: these are verbatim evidence sentences."
+
 # Coverage under these is reported as coverage collapse. A query summary of at most five
 # sentences cannot cite all eight pieces of evidence, so its floor is lower.
 COLLAPSE = {"query": 0.25, "topics": 0.5, "exhaustive": 0.5}
@@ -116,10 +121,15 @@ COLLAPSE = {"query": 0.25, "topics": 0.5, "exhaustive": 0.5}
 def failure_warnings(mode: str, parts: list[SummaryPart], coverage: float) -> list[str]:
     """Named failure modes, made visible: retrieval miss, unverifiable citations, coverage collapse."""
     warnings = [f"Retrieval miss: nothing was retrieved for {p.query!r}" for p in parts if not p.candidates]
-    removed = [(p.section.title, s) for p in parts for s in p.section.removed]
-    if any(p.section.warning for p in parts):
+    if any(p.section.warning == LIMITED_COVERAGE for p in parts):
         warnings.append(LIMITED_COVERAGE)
-        warnings += [f"Removed as unsupported ({title}): {s.text}" for title, s in removed]
+    if fell_back := [p.section.title for p in parts if p.section.warning == EXTRACTIVE_FALLBACK]:
+        warnings.append(f"{EXTRACTIVE_FALLBACK}; verbatim evidence sentences instead in: {', '.join(fell_back)}")
+    # Counted, not listed: the run record holds each removed sentence with what failed.
+    if removed := sum(len(p.section.removed) for p in parts):
+        warnings.append(
+            f"{removed} {'sentence' if removed == 1 else 'sentences'} removed as unsupported; see the run record"
+        )
     if parts and coverage < COLLAPSE[mode]:
         what = {"query": "of the selected evidence", "topics": "of the topics", "exhaustive": "of the sections"}[mode]
         warnings.append(f"Coverage collapse: only {coverage:.0%} {what} is cited")

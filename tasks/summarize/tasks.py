@@ -84,6 +84,11 @@ def choose_synthesizer(choice: str, settings: Settings, embedder: Embedder) -> t
     return extractive, f"{problem}: extractive synthesis"
 
 
+def fallback_synthesizer(synthesizer: Synthesizer, embedder: Embedder) -> Synthesizer | None:
+    """What writes a section whose generated sentences failed validation twice: verbatim evidence sentences."""
+    return None if synthesizer.verbatim else ExtractiveSynthesizer(embedder)
+
+
 def resolve_documents(store: LanceStore, requested: Sequence[str] | None) -> tuple[str, ...]:
     """The chosen documents (all stored ones by default); an unknown id is an error naming it."""
     stored = store.documents()
@@ -156,9 +161,11 @@ def select_evidence(query: str, candidates: list[Candidate], reranker: Reranker,
 
 
 @task(name="synthesize", task_run_name="synthesize {title}", tags=[LLM_TAG], **SYNTH_TASK)
-def write_part(title: str, query: str, evidence: list[Evidence], synthesizer: Synthesizer) -> Section:
+def write_part(
+    title: str, query: str, evidence: list[Evidence], synthesizer: Synthesizer, fallback: Synthesizer | None = None
+) -> Section:
     started = time.perf_counter()
-    section = write_section(title, query, evidence, synthesizer)
+    section = write_section(title, query, evidence, synthesizer, fallback=fallback)
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
 
@@ -170,6 +177,8 @@ def section_line(section: Section, seconds: float) -> str:
         f"{len(section.sentences)} sentences citing {len(cited)} of {len(section.evidence)} evidence, "
         f"{len(section.removed)} removed, {seconds:.2f} s"
     )
+    if section.fallback is not None:
+        line += ", extractive fallback"
     return f"{line}; {section.warning}" if section.warning else line
 
 
@@ -191,9 +200,15 @@ def _section_title(key, documents: int) -> str:
 
 
 @task(name="summarize-section", task_run_name="summarize-section {title}", tags=[LLM_TAG], **SYNTH_TASK)
-def summarize_section(title: str, evidence: list[Evidence], synthesizer: Synthesizer, embedder: Embedder) -> Section:
+def summarize_section(
+    title: str,
+    evidence: list[Evidence],
+    synthesizer: Synthesizer,
+    embedder: Embedder,
+    fallback: Synthesizer | None = None,
+) -> Section:
     started = time.perf_counter()
-    section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens)
+    section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens, fallback)
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
 

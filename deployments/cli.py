@@ -98,7 +98,7 @@ def open_store(uri: str):
     store without its variables)."""
     from citesum.tasks.store.lance import LanceStore
 
-    return LanceStore.existing(uri)
+    return LanceStore.open(uri)
 
 
 @command()
@@ -154,7 +154,9 @@ def status(db: DbOption = None, json_output: JsonOption = False):
     documents = sorted(open_store(settings.db).documents().values(), key=lambda d: d.document_id)
     # what made each document (model, parser, settings) is in the ingestion report; here, the count of problems
     rows = [
-        to_json(d, exclude={"embed_model", "parser", "settings"}) | {"problems": len(d.problems)} for d in documents
+        to_json(d, exclude={"embed_model", "parser", "settings"})
+        | {"problems": len(d.problems), "ingested_at": d.ingested_at.isoformat(timespec="seconds")}
+        for d in documents
     ]
     if json_output:
         print(json.dumps({"db": settings.db, "documents": rows}, indent=2))
@@ -268,7 +270,7 @@ def evaluate(
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
     figures = evaluation.evaluate(
         checked,
-        LanceStore(settings.db),
+        LanceStore.open(settings.db),
         embedder,
         load_reranker(settings.reranker, embedder),
         settings,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from prefect import Task, flow, unmapped
@@ -50,8 +51,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     started = time.perf_counter()
     sources, corpus_root = discover(Path(path) if path else settings.corpus, settings.corpus)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore(settings.db)
-    store.check_model(embedder.name, embedder.dimension)
+    store = LanceStore.open_or_create(settings.db, embedder.name, embedder.dimension)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
@@ -66,7 +66,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
     deleted = delete_missing(plan.deletions, store, writer)
     if written or deleted:
-        refresh_indexes(store, writer)
+        refresh_indexes(store, timedelta(hours=settings.version_retention_hours), writer)
 
     report = IngestReport(
         outcomes=(

@@ -36,7 +36,7 @@ def maintain(settings: Settings | None = None, purge_versions: bool = False) -> 
     """
     settings = settings or Settings()
     started = time.perf_counter()
-    store = LanceStore.existing(settings.db)
+    store = LanceStore.open(settings.db)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     before = describe_store(store)
@@ -65,7 +65,7 @@ def maintain(settings: Settings | None = None, purge_versions: bool = False) -> 
 def forget(document_id: str, purge_versions: bool = False, settings: Settings | None = None) -> Erasure:
     """Remove a document's chunks and record; with ``purge_versions`` its text also leaves the disk."""
     settings = settings or Settings()
-    store = LanceStore.existing(settings.db)
+    store = LanceStore.open(settings.db)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     target = find_document_task(store, document_id)  # fails (exit 2) for an id that is not stored

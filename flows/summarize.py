@@ -41,8 +41,8 @@ def summarize(
     settings = settings or Settings()
     mode, mode_reason = choose_mode(question, mode)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore.existing(settings.db)
-    # First: an empty store is refused before a chunks table is made for this model.
+    store = LanceStore.open(settings.db)
+    # An empty store is refused first, with the command that fills it.
     document_ids = resolve_documents(store, documents)
     store.check_model(embedder.name, embedder.dimension)
     synthesizer, synth_reason = choose_synthesizer(synth, settings, embedder)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -93,7 +94,10 @@ class ExtractedDocument:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A span of one document's text, the unit that is embedded and retrieved."""
+    """A span of one document's text, the unit that is embedded and retrieved.
+
+    A row of the ``chunks`` table holds these fields, the chunk id, its vector and when it was written.
+    """
 
     document_id: str
     version: str
@@ -123,7 +127,7 @@ class ChunkedDocument:
 
 @dataclass
 class DocumentRecord:
-    """A row of the ``documents`` table."""
+    """A row of the ``documents`` table (its schema is derived from these fields: ``store.schema``)."""
 
     document_id: str
     version: str
@@ -135,4 +139,4 @@ class DocumentRecord:
     embed_model: str = ""
     parser: str = ""
     settings: str = ""  # Settings.fingerprint() of the run that wrote it
-    ingested_at: str = ""
+    ingested_at: datetime = field(default_factory=lambda: datetime.now(UTC))

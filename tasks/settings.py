@@ -129,8 +129,9 @@ class Settings(BaseSettings):
         24.0,
         ge=0,
         description=(
-            "`citesum maintain` removes table versions older than this; a reader still on a removed version "
-            "fails, so keep it above the longest read. `citesum forget --purge` removes all old versions."
+            "`citesum maintain` and each ingestion's index refresh remove table versions older than this; a "
+            "reader still on a removed version fails, so keep it above the longest read. `citesum forget --purge` "
+            "removes all old versions."
         ),
     )
     vector_index_min_rows: int = Field(

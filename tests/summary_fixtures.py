@@ -5,25 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from citesum.tasks.records import Chunk
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 
 
 def candidate(
-    text: str, *, chunk_id: str, document_id: str = "doc.pdf", pages: tuple[int, int] = (1, 1), heading: str = ""
+    text: str, *, document_id: str = "doc.pdf", pages: tuple[int, int] = (1, 1), heading: str = ""
 ) -> Candidate:
-    return Candidate(
-        chunk_id=chunk_id,
-        document_id=document_id,
-        version="v1",
-        source=f"/corpus/{document_id}",
-        page_start=pages[0],
-        page_end=pages[1],
-        heading=heading,
-        text=text,
-        ordinal=pages[0],
-        rank=pages[0],
-        score=0.0,
-    )
+    chunk = Chunk(document_id, "v1", f"/corpus/{document_id}", pages[0], pages[1], heading, text, ordinal=pages[0])
+    return Candidate(chunk, rank=pages[0], score=0.0)
 
 
 def evidence_of(
@@ -35,9 +25,8 @@ def evidence_of(
     heading: str = "",
     score: float = 1.0,
 ) -> Evidence:
-    """One piece of evidence labelled ``label``; its chunk id is derived from the label."""
-    chunk = candidate(text, chunk_id=f"id-{label}", document_id=document_id, pages=pages, heading=heading)
-    return Evidence(label, chunk, score)
+    """One piece of evidence labelled ``label``."""
+    return Evidence(label, candidate(text, document_id=document_id, pages=pages, heading=heading), score)
 
 
 def evidence(*texts: str, heading: str = "") -> list[Evidence]:

@@ -38,7 +38,7 @@ PAGES = {
 
 
 def candidate(doc: str, pages: tuple[int, int], rank: int, text: str = "") -> Candidate:
-    return Candidate(f"{doc}-{pages}", doc, "v1", doc, pages[0], pages[1], "", text, rank, rank, 1.0 / rank)
+    return Candidate(Chunk(doc, "v1", doc, pages[0], pages[1], "", text, rank), rank, 1.0 / rank)
 
 
 def question(pages: dict[str, list[int]], answer: str | None = "x", kind: str = "k", source: str = "s") -> Question:
@@ -67,7 +67,7 @@ def test_page_recall_is_the_share_of_evidence_pages_covered():
 def test_final_order_is_the_evidence_then_the_other_candidates_in_fused_order():
     cands = [candidate("a.pdf", (p, p), p) for p in (1, 2, 3, 4)]
     evidence = label([(cands[2], 1.0, {}), (cands[0], 0.5, {})])
-    assert [c.page_start for c in final_order(evidence, cands)] == [3, 1, 2, 4]
+    assert [c.chunk.page_start for c in final_order(evidence, cands)] == [3, 1, 2, 4]
 
 
 def test_answer_in_evidence_matches_figures_without_formatting():
@@ -130,8 +130,7 @@ class ReversedFirstK:
 
 @pytest.fixture
 def store(tmp_path, embedder):
-    s = LanceStore(str(tmp_path / "db"))
-    s.check_model(embedder.name, embedder.dimension)
+    s = LanceStore.open_or_create(str(tmp_path / "db"), embedder.name, embedder.dimension)
     chunks = [Chunk("a.pdf", "v1", "/corpus/a.pdf", p, p, "", t, p - 1) for p, t in PAGES.items()]
     record = DocumentRecord("a.pdf", "v1", "/corpus/a.pdf", len(chunks), len(chunks), "ok", embed_model="m")
     s.supersede(record, chunks, embedder.embed([c.embedding_text for c in chunks]))

@@ -22,7 +22,7 @@ def test_sentences_are_verbatim_cited_and_relevant(embedder):
     draft = synth.synthesize(SynthesisRequest("How can the agreement be terminated?", tuple(ev), max_sentences=2))
 
     assert draft.sentences, draft.raw
-    texts = {e.label: e.candidate.text for e in ev}
+    texts = {e.label: e.candidate.chunk.text for e in ev}
     assert validate(draft, texts, verbatim=True).ok
     for sentence in draft.sentences:
         (label,) = sentence.citations

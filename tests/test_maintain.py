@@ -14,7 +14,8 @@ from citesum.tasks.errors import ConfigurationError, TransientError, is_retryabl
 from citesum.tasks.ingest.plan import plan_ingest
 from citesum.tasks.records import Chunk, DocumentRecord, SourceFile
 from citesum.tasks.settings import Settings
-from citesum.tasks.store.lance import LanceStore, failures_are_transient, is_commit_conflict
+from citesum.tasks.store.failures import failures_are_transient, is_commit_conflict
+from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.store.maintain import (
     Erasure,
     MaintenanceReport,
@@ -36,8 +37,8 @@ def unit_vectors(n: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def put(store: LanceStore, doc_id: str, texts: list[str], version: str = "v1", at: str | None = None) -> None:
-    at = at or datetime.now(UTC).isoformat(timespec="seconds")
+def put(store: LanceStore, doc_id: str, texts: list[str], version: str = "v1", at: datetime | None = None) -> None:
+    at = at or datetime.now(UTC)
     chunks = [Chunk(doc_id, version, f"/corpus/{doc_id}", 1, 1, "1 Scope", t, i) for i, t in enumerate(texts)]
     record = DocumentRecord(doc_id, version, f"/corpus/{doc_id}", 1, len(chunks), "ok", embed_model="m", ingested_at=at)
     store.supersede(record, chunks, unit_vectors(len(chunks), seed=len(doc_id) + len(texts)))
@@ -45,8 +46,7 @@ def put(store: LanceStore, doc_id: str, texts: list[str], version: str = "v1", a
 
 @pytest.fixture
 def store(tmp_path) -> LanceStore:
-    s = LanceStore(str(tmp_path / "db"))
-    s.check_model("test-model", DIMENSION)
+    s = LanceStore.open_or_create(str(tmp_path / "db"), "test-model", DIMENSION)
     return s
 
 
@@ -178,7 +178,7 @@ def test_vector_index_decision(rows, present, written, action):
 
 
 def test_vector_index_is_built_then_counts_rows_written_after_it(store):
-    put(store, "big.pdf", [f"Synthetic chunk {i}." for i in range(1_200)], at="2026-01-01T00:00:00+00:00")
+    put(store, "big.pdf", [f"Synthetic chunk {i}." for i in range(1_200)], at=datetime(2026, 1, 1, tzinfo=UTC))
     plan = vector_index_plan(store, store.table_states(), settings())
     assert plan.action == "build"
     store.build_vector_index(vector_index_config())
@@ -187,7 +187,7 @@ def test_vector_index_is_built_then_counts_rows_written_after_it(store):
     assert vector_index_plan(store, store.table_states(), settings()).action == "fold"
     assert indexed_recall_at_10(store) >= 0.85  # compressed vectors alone give about 0.45 here
 
-    later = (index.created_at + timedelta(seconds=2)).isoformat(timespec="seconds")
+    later = index.created_at + timedelta(seconds=2)
     put(store, "new.pdf", [f"Later chunk {i}." for i in range(500)], at=later)
     assert store.chunks_written_since(index.created_at) == 500
     assert vector_index_plan(store, store.table_states(), settings()).action == "rebuild"  # 500 of 1,700
@@ -233,7 +233,9 @@ def killed_between_commits(db: Path) -> None:
 def rerun_plan(db: Path, on_disk: dict[str, str]):
     """What the next ingestion of a corpus holding ``on_disk`` (document id -> version) would do."""
     sources = [SourceFile(d, f"/corpus/{d}", v) for d, v in on_disk.items()]
-    plan = plan_ingest(sources, LanceStore(str(db)).documents(), settings_fingerprint="", corpus_root=Path("/corpus"))
+    plan = plan_ingest(
+        sources, LanceStore.open(str(db)).documents(), settings_fingerprint="", corpus_root=Path("/corpus")
+    )
     return {w.source.document_id for w in plan.work}, set(plan.deletions)
 
 
@@ -262,8 +264,8 @@ def test_a_new_document_killed_after_its_chunks_commit_is_deleted_with_its_file(
     _, deletions = rerun_plan(tmp_path / "db", {})
 
     assert deletions == {"b.pdf"}  # else its chunks stay, searchable, with no record to delete them by
-    LanceStore(str(tmp_path / "db")).delete_document("b.pdf")
-    assert LanceStore(str(tmp_path / "db")).chunk_rows() == []
+    LanceStore.open(str(tmp_path / "db")).delete_document("b.pdf")
+    assert LanceStore.open(str(tmp_path / "db")).chunk_rows() == []
 
 
 @pytest.mark.parametrize(("on_disk", "redo"), [({"a.pdf": "v1"}, "work"), ({}, "delete")])

@@ -16,7 +16,7 @@ TEXTS = ("Rent is due monthly in advance.", "Notice must be given in writing.", 
 
 def section(title: str, sentences: list[CitedSentence], n_evidence: int = 3) -> Section:
     ev = tuple(evidence(*TEXTS[:n_evidence]))
-    validation = validate(Draft(tuple(sentences), raw=""), {e.label: e.candidate.text for e in ev}, verbatim=True)
+    validation = validate(Draft(tuple(sentences), raw=""), {e.label: e.candidate.chunk.text for e in ev}, verbatim=True)
     return Section(title, ev, validation.passing(), (Attempt(Draft(tuple(sentences), ""), validation),))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from citesum.tasks.embed import resolve_model_path
 from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.records import Chunk
 from citesum.tasks.settings import DEFAULT_EMBED_MODEL
 from citesum.tasks.summarize.evidence import Candidate
 from citesum.tasks.summarize.rerank import (
@@ -37,7 +38,7 @@ TEXTS = [
 def candidates_of(embedder, texts: list[str], doc: str = "a.pdf") -> list[Candidate]:
     vectors = embedder.embed(texts)
     return [
-        Candidate(f"{doc}#{i}", doc, "v1", doc, i + 1, i + 1, "Notes", t, i, i + 1, 1 / (i + 1), i + 1, None, v)
+        Candidate(Chunk(doc, "v1", doc, i + 1, i + 1, "Notes", t, i), i + 1, 1 / (i + 1), i + 1, None, v)
         for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
     ]
 
@@ -53,7 +54,7 @@ def test_evidence_is_a_labelled_subset_of_the_candidates(reranker, embedder):
     assert [e.label for e in evidence] == ["c1", "c2", "c3"]
     assert all(e.candidate in candidates for e in evidence)
     assert len({e.chunk_id for e in evidence}) == 3
-    assert {e.candidate.text for e in evidence[:2]} == set(TEXTS[:2])  # the two about capital expenditure
+    assert {e.candidate.chunk.text for e in evidence[:2]} == set(TEXTS[:2])  # the two about capital expenditure
     assert set(evidence[0].signals) == {"dense", "lexical", "heading", "fusion"}  # sentence is off by default
 
 
@@ -80,7 +81,7 @@ def test_evidence_from_outside_the_candidates_raises(embedder):
     with pytest.raises(RerankError, match="not one of the candidates"):
         Smuggler(embedder, foreign).rerank(QUESTION, candidates, 3)
     # the same chunk id with other content is foreign too
-    forged = replace(candidates[5], text="forged text")
+    forged = replace(candidates[5], chunk=replace(candidates[5].chunk, text="forged text"))
     with pytest.raises(RerankError, match="not one of the candidates"):
         check_subset(label([(forged, 1.0, {})]), candidates, 3)
 
@@ -99,10 +100,10 @@ def test_check_subset_rejects_repeats_bad_labels_and_too_many(embedder):
 def test_near_duplicates_are_dropped(reranker, embedder):
     near_copy = TEXTS[0].replace("mostly", "largely")  # the overlap of neighbouring chunks, say
     candidates = candidates_of(embedder, [TEXTS[0], near_copy, *TEXTS[1:]])
-    texts = [e.candidate.text for e in reranker.rerank(QUESTION, candidates, 4)]
+    texts = [e.candidate.chunk.text for e in reranker.rerank(QUESTION, candidates, 4)]
     assert (TEXTS[0] in texts) != (near_copy in texts)  # one of the pair, never both
     allow = LocalReranker(embedder, LocalWeights(duplicate_jaccard=1.01, mmr_lambda=1.0))
-    texts = [e.candidate.text for e in allow.rerank(QUESTION, candidates, 2)]
+    texts = [e.candidate.chunk.text for e in allow.rerank(QUESTION, candidates, 2)]
     assert set(texts) == {TEXTS[0], near_copy}  # without the check both are chosen: the test can fail
 
 

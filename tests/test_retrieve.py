@@ -40,8 +40,7 @@ def put(store: LanceStore, embedder, doc_id: str, texts: list[str], heading: str
 
 @pytest.fixture
 def store(tmp_path, embedder):
-    s = LanceStore(str(tmp_path / "db"))
-    s.check_model(embedder.name, embedder.dimension)
+    s = LanceStore.open_or_create(str(tmp_path / "db"), embedder.name, embedder.dimension)
     put(s, embedder, "a.pdf", FILLER)
     put(s, embedder, "b.pdf", [t.replace("The company", "The other company") for t in FILLER])
     return s
@@ -51,20 +50,20 @@ def test_retrieval_restricted_to_a_document_returns_only_its_chunks(store, embed
     for query in ["capital expenditure on plants", "dividend", "other company currency risk"]:
         found = retrieve(store, embedder, query, k=50, document_ids=["b.pdf"])
         assert found, query
-        assert {c.document_id for c in found} == {"b.pdf"}
+        assert {c.chunk.document_id for c in found} == {"b.pdf"}
         assert len(found) == len(FILLER)  # all of b, and nothing of a, even with k past b's size
 
 
 def test_retrieval_across_documents_when_none_is_chosen(store, embedder):
     found = retrieve(store, embedder, "dividend share repurchase", k=50)
-    assert {c.document_id for c in found} == {"a.pdf", "b.pdf"}
+    assert {c.chunk.document_id for c in found} == {"a.pdf", "b.pdf"}
 
 
 def test_candidates_carry_ranks_scores_and_vectors(store, embedder):
     found = retrieve(store, embedder, "goodwill impairment test", k=5, document_ids=["a.pdf"])
     assert [c.rank for c in found] == [1, 2, 3, 4, 5]
     assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))  # one chunk per page here
-    assert found[0].text == FILLER[7] and found[0].dense_rank == 1 and found[0].lexical_rank == 1
+    assert found[0].chunk.text == FILLER[7] and found[0].dense_rank == 1 and found[0].lexical_rank == 1
     assert all(c.vector is not None and c.vector.shape == (embedder.dimension,) for c in found)
 
 
@@ -72,7 +71,7 @@ def test_a_rare_token_is_found_by_its_lexical_match(store, embedder):
     rare = "Schedule QX7-ZR lists the covenant waivers granted by the lenders."
     put(store, embedder, "c.pdf", [*FILLER, rare])
     found = retrieve(store, embedder, "Where is QX7-ZR?", k=3, document_ids=["c.pdf"])
-    hit = next(c for c in found if c.text == rare)
+    hit = next(c for c in found if c.chunk.text == rare)
     assert hit.lexical_rank == 1
 
 
@@ -89,7 +88,7 @@ def test_a_rare_token_is_found_by_its_lexical_match(store, embedder):
 )
 def test_awkward_punctuation_does_not_break_full_text_search(store, embedder, query):
     found = retrieve(store, embedder, query, k=4, document_ids=["a.pdf"])
-    assert len(found) == 4 and {c.document_id for c in found} == {"a.pdf"}
+    assert len(found) == 4 and {c.chunk.document_id for c in found} == {"a.pdf"}
 
 
 def test_keyword_query_keeps_topic_words_only():
@@ -112,7 +111,7 @@ def test_dense_candidates_are_plain_vector_search(store, embedder):
     vector = embedder.embed(["inventory valuation"])[0]
     found = dense_candidates(store, vector, k=3, document_ids=["a.pdf"])
     assert [c.dense_rank for c in found] == [1, 2, 3] and all(c.lexical_rank is None for c in found)
-    assert found[0].text == FILLER[6]
+    assert found[0].chunk.text == FILLER[6]
 
 
 def row(chunk: str, page: int, doc: str = "a.pdf") -> dict:
@@ -133,23 +132,23 @@ def row(chunk: str, page: int, doc: str = "a.pdf") -> dict:
 def test_fusion_adds_reciprocal_ranks_over_every_list():
     a, b, c, d = row("a", 1), row("b", 2), row("c", 3), row("d", 4)
     found = fuse([[a, b, c], [b, a]], [c, d], k=10)
-    by_id = {x.chunk_id: x for x in found}
+    by_id = {x.chunk.text: x for x in found}
     assert by_id["a"].score == pytest.approx(1 / (RRF_CONSTANT + 1) + 1 / (RRF_CONSTANT + 2))
     assert by_id["c"].score == pytest.approx(1 / (RRF_CONSTANT + 3) + 1 / (RRF_CONSTANT + 1))
-    assert [x.chunk_id for x in found] == ["a", "b", "c", "d"]  # a and b tie: a was seen first
+    assert [x.chunk.text for x in found] == ["a", "b", "c", "d"]  # a and b tie: a was seen first
     assert (by_id["a"].dense_rank, by_id["a"].lexical_rank) == (1, None)  # best rank over dense views
     assert (by_id["b"].dense_rank, by_id["c"].lexical_rank, by_id["d"].dense_rank) == (1, 1, None)
     assert [x.rank for x in found] == [1, 2, 3, 4]
-    assert [x.chunk_id for x in fuse([[a, b, c]], [], k=2)] == ["a", "b"]
+    assert [x.chunk.text for x in fuse([[a, b, c]], [], k=2)] == ["a", "b"]
 
 
 def test_fusion_spreads_candidates_over_pages_before_repeating_one():
     p1a, p1b, p1c, p2, p3 = row("p1a", 1), row("p1b", 1), row("p1c", 1), row("p2", 2), row("p3", 3)
     found = fuse([[p1a, p1b, p1c, p2, p3]], [], k=5)
-    assert [x.chunk_id for x in found] == ["p1a", "p2", "p3", "p1b", "p1c"]  # nothing dropped
-    assert [x.chunk_id for x in fuse([[p1a, p1b, p1c, p2, p3]], [], k=3)] == ["p1a", "p2", "p3"]
+    assert [x.chunk.text for x in found] == ["p1a", "p2", "p3", "p1b", "p1c"]  # nothing dropped
+    assert [x.chunk.text for x in fuse([[p1a, p1b, p1c, p2, p3]], [], k=3)] == ["p1a", "p2", "p3"]
     same_page_other_doc = row("b1", 1, doc="b.pdf")
-    assert [x.chunk_id for x in fuse([[p1a, p1b, same_page_other_doc]], [], k=2)] == ["p1a", "b1"]
+    assert [x.chunk.text for x in fuse([[p1a, p1b, same_page_other_doc]], [], k=2)] == ["p1a", "b1"]
 
 
 def test_query_views_separate_the_topics_of_a_long_question():
@@ -217,4 +216,4 @@ def test_query_embedding_from_many_threads(embedder):
 def test_a_row_read_without_its_vector_is_a_candidate_without_one():
     bare = {name: value for name, value in row("a", 3).items() if name != "vector"}
     made = candidate_of(bare, 1, 0.0, None, None)
-    assert made.vector is None and made.page_start == 3 and made.chunk_id == "a"
+    assert made.vector is None and made.chunk.page_start == 3 and made.chunk.text == "a"

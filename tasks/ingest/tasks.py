@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -156,7 +156,7 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
         embed_model=embedder.name,
         parser=extracted.parser,
         settings=settings.fingerprint(),
-        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ingested_at=datetime.now(UTC),
     )
 
 
@@ -242,10 +242,11 @@ def delete_if_gone(document_id: str, record: DocumentRecord | None, store: Chunk
 
 
 @task(name="refresh-indexes", task_run_name="refresh-indexes {store.uri}", **STEP)
-def refresh_indexes(store: ChunkStore, writer: WriterSlot) -> None:
+def refresh_indexes(store: ChunkStore, keep_versions: timedelta, writer: WriterSlot) -> None:
+    """Fold the written rows into the indexes; versions older than the configured retention go too."""
     started = time.perf_counter()
     with writer.hold("refreshing indexes"):
-        store.refresh_indexes()
+        store.compact(keep_versions)
     get_run_logger().info(f"refreshed the indexes of {store.uri}, {time.perf_counter() - started:.2f} s")
 
 

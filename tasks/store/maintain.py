@@ -4,7 +4,7 @@ Maintenance compacts both tables, folds new rows into the indexes (FTS, BTREE an
 index), and removes old table versions. Erasure removes one document; a purge also rewrites what is left and
 removes every older version, so the document's text is gone from disk. Both write: their tasks hold the
 writer limit ingestion holds, and retry only what may pass (a lost commit race or a failed I/O request, see
-``store.failures_are_transient``). Each task run is named after the store (or document) it touches and logs
+``store.failures``). Each task run is named after the store (or document) it touches and logs
 one line: rows and bytes, what was decided, how long it took.
 """
 

@@ -83,7 +83,7 @@ def validated_section(
     evidence = tuple(evidence)
     if not evidence:
         return Section(title, evidence, (), ())
-    texts = {e.label: e.candidate.text for e in evidence}
+    texts = {e.label: e.candidate.chunk.text for e in evidence}
     attempts = [_attempt(produce(""), texts, verbatim)]
     if _failed(attempts[0], verbatim):
         attempts.append(_attempt(produce(_feedback(attempts[0])), texts, verbatim))

@@ -140,8 +140,8 @@ def page_recall(question: Question, ranked: Sequence[Candidate]) -> float:
 
 def final_order(evidence: Sequence[Evidence], candidates: Sequence[Candidate]) -> list[Candidate]:
     chosen = [e.candidate for e in evidence]
-    ids = {c.chunk_id for c in chosen}
-    return chosen + [c for c in candidates if c.chunk_id not in ids]
+    ids = {c.chunk.chunk_id for c in chosen}
+    return chosen + [c for c in candidates if c.chunk.chunk_id not in ids]
 
 
 _NUMBER_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3})")
@@ -165,7 +165,7 @@ def answer_forms(answer: str) -> set[str]:
 def answer_in(answer: str | None, evidence: Sequence[Evidence]) -> bool:
     if not answer:
         return False
-    text = normalise(" ".join(e.candidate.text for e in evidence))
+    text = normalise(" ".join(e.candidate.chunk.text for e in evidence))
     return any(form in text for form in answer_forms(answer))
 
 

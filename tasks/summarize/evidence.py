@@ -12,20 +12,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from citesum.tasks.records import Chunk
+
 
 @dataclass(frozen=True)
 class Candidate:
     """A stored chunk proposed by retrieval for one query."""
 
-    chunk_id: str
-    document_id: str
-    version: str
-    source: str
-    page_start: int
-    page_end: int
-    heading: str
-    text: str
-    ordinal: int
+    chunk: Chunk
     rank: int  # 1-based rank in the fused candidate list
     score: float  # fused retrieval score
     dense_rank: int | None = None  # rank in the vector search; None = not found by it
@@ -33,12 +27,8 @@ class Candidate:
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def covers(self, document_id: str, page: int) -> bool:
-        return self.document_id == document_id and self.page_start <= page <= self.page_end
-
-    @property
-    def passage(self) -> str:
-        """Heading context plus text: what relevance is judged on."""
-        return f"{self.heading}\n{self.text}" if self.heading else self.text
+        c = self.chunk
+        return c.document_id == document_id and c.page_start <= page <= c.page_end
 
 
 @dataclass(frozen=True)
@@ -52,7 +42,7 @@ class Evidence:
 
     @property
     def chunk_id(self) -> str:
-        return self.candidate.chunk_id
+        return self.candidate.chunk.chunk_id
 
 
 @dataclass(frozen=True)
@@ -68,7 +58,7 @@ class Citation:
 
     @classmethod
     def of(cls, evidence: Evidence) -> Citation:
-        c = evidence.candidate
+        c = evidence.candidate.chunk
         return cls(evidence.label, c.chunk_id, c.document_id, c.source, c.page_start, c.page_end)
 
     @property

@@ -48,7 +48,7 @@ def summarize_section(
     """Every chunk of one section mapped to cited points, reduced, validated; ``fallback`` writes it if none holds."""
     evidence = tuple(evidence)
     budget = int(synthesizer.context_tokens * BATCH_SHARE)
-    points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.text), budget)
+    points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.chunk.text), budget)
     points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
     request = MergeRequest(_instruction(title), tuple(points), SECTION_SENTENCES)
     return validated_section(
@@ -74,7 +74,7 @@ def map_points(
     budget: int,
 ) -> list[CitedSentence]:
     """Cited points from every batch of chunks; points failing validation are dropped here."""
-    texts = {e.label: e.candidate.text for e in evidence}
+    texts = {e.label: e.candidate.chunk.text for e in evidence}
     points: list[CitedSentence] = []
     for batch in batches(evidence, cost, budget):
         request = SynthesisRequest(_instruction(title), tuple(batch), max_sentences=POINTS_PER_CHUNK * len(batch))

@@ -57,7 +57,7 @@ def summary_metrics(mode: str, parts: Sequence[SummaryPart]) -> dict[str, float 
     return {
         "coverage": round(coverage, 4),
         "citation_rate": round(citation_rate(sections), 4),
-        "candidates": len({c.chunk_id for part in parts for c in part.candidates}),
+        "candidates": len({c.chunk.chunk_id for part in parts for c in part.candidates}),
         "evidence": len({e.chunk_id for s in sections for e in s.evidence}),
         "sentences": sum(len(s.sentences) for s in sections),
         "removed": sum(len(s.removed) for s in sections),

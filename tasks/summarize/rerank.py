@@ -80,7 +80,7 @@ def label(chosen: Sequence[Scored]) -> list[Evidence]:
 
 def check_subset(evidence: Sequence[Evidence], candidates: Sequence[Candidate], k: int) -> list[Evidence]:
     """Evidence must be distinct candidates, at most k, labelled c1.. in order; anything else raises."""
-    allowed = {c.chunk_id: c for c in candidates}
+    allowed = {c.chunk.chunk_id: c for c in candidates}
     seen: set[str] = set()
     for i, e in enumerate(evidence, 1):
         if allowed.get(e.chunk_id) != e.candidate:
@@ -177,12 +177,12 @@ class LocalReranker:
     def signals(self, question: str, candidates: Sequence[Candidate]) -> dict[str, np.ndarray]:
         qv = embed_queries(self.embedder, [question])[0]  # retrieval embedded it already: no model call
         query = list(dict.fromkeys(terms(keyword_query(question))))
-        texts = [set(terms(c.text)) for c in candidates]
+        texts = [set(terms(c.chunk.text)) for c in candidates]
         idf = local_idf(query, texts)
         found = {
             "fusion": np.array([1 / np.sqrt(c.rank) for c in candidates]),
             "lexical": np.array([coverage(query, idf, t) for t in texts]),
-            "heading": np.array([coverage(query, idf, set(terms(c.heading))) for c in candidates]),
+            "heading": np.array([coverage(query, idf, set(terms(c.chunk.heading))) for c in candidates]),
             "dense": np.array([float(c.vector @ qv) if c.vector is not None else 0.0 for c in candidates]),
         }
         if self.weights.sentence > 0:  # the only signal that needs the model per candidate
@@ -193,7 +193,7 @@ class LocalReranker:
         """Best sentence cosine for the ``sentence_pool`` candidates ranked first so far; 0 for the rest."""
         best = np.zeros(len(candidates))
         for i in np.argsort(-prior, kind="stable")[: self.weights.sentence_pool]:
-            vectors = self._sentence_vectors(candidates[i].text)
+            vectors = self._sentence_vectors(candidates[i].chunk.text)
             if len(vectors):
                 best[i] = float((vectors @ qv).max())
         return best
@@ -234,7 +234,7 @@ class LocalReranker:
         kept: list[int] = []
         words: list[set[str]] = []
         for i in np.argsort(-relevance, kind="stable"):
-            own = set(terms(candidates[i].text))
+            own = set(terms(candidates[i].chunk.text))
             if all(jaccard(own, other) < self.weights.duplicate_jaccard for other in words):
                 kept.append(int(i))
                 words.append(own)
@@ -263,7 +263,7 @@ class CrossEncoderReranker:
     def rerank(self, question: str, candidates: Sequence[Candidate], k: int) -> list[Evidence]:
         if not candidates or k <= 0:
             return []
-        pairs = [(question, c.passage) for c in candidates]
+        pairs = [(question, c.chunk.embedding_text) for c in candidates]
         scores = self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
         order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]
         rows = [(candidates[i], float(scores[i]), {"cross_encoder": float(scores[i])}) for i in order]

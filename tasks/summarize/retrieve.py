@@ -60,6 +60,7 @@ import numpy as np
 
 from citesum.tasks.embed import Embedder
 from citesum.tasks.store.lance import LanceStore, sql_string
+from citesum.tasks.store.schema import chunk_of
 from citesum.tasks.summarize.evidence import Candidate
 from citesum.tasks.text import STOPWORDS, sentences, words
 
@@ -268,15 +269,7 @@ def candidate_of(row: dict, rank: int, score: float, dense_rank: int | None, lex
     """A stored chunk row as a candidate; a row read without its vector gives a candidate without one."""
     vector = row.get("vector")
     return Candidate(
-        chunk_id=row["chunk_id"],
-        document_id=row["document_id"],
-        version=row["version"],
-        source=row["source"],
-        page_start=row["page_start"],
-        page_end=row["page_end"],
-        heading=row["heading"],
-        text=row["text"],
-        ordinal=row["ordinal"],
+        chunk=chunk_of(row),
         rank=rank,
         score=score,
         dense_rank=dense_rank,

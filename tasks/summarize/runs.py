@@ -15,7 +15,7 @@ from pathlib import Path
 from citesum.tasks.records import to_json
 from citesum.tasks.settings import Settings
 from citesum.tasks.summarize.compose import Attempt
-from citesum.tasks.summarize.evidence import Evidence
+from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.summary import Summary, SummaryPart
 
 
@@ -43,8 +43,9 @@ def write_run(record: dict, runs_dir: Path) -> Path:
     return path
 
 
-# A candidate is recorded by its identity, place and scores; its text is in the evidence, when selected.
-CANDIDATE_LEAVES_OUT = {"version", "source", "text", "ordinal", "vector"}
+# A candidate is recorded by its chunk's identity and place, and its scores; its text is in the evidence, when
+# selected.
+CHUNK_LEAVES_OUT = {"version", "source", "text", "ordinal"}
 
 
 def _part(part: SummaryPart) -> dict:
@@ -52,7 +53,7 @@ def _part(part: SummaryPart) -> dict:
     return {
         "title": section.title,
         "query": part.query,
-        "candidates": [to_json(c, exclude=CANDIDATE_LEAVES_OUT) for c in part.candidates],
+        "candidates": [_candidate(c) for c in part.candidates],
         "evidence": [_evidence(e) for e in section.evidence],
         "attempts": [_attempt(a) for a in section.attempts],
         "removed": to_json(section.removed),
@@ -61,8 +62,23 @@ def _part(part: SummaryPart) -> dict:
     }
 
 
+def _candidate(candidate: Candidate) -> dict:
+    chunk = candidate.chunk
+    return {
+        "chunk_id": chunk.chunk_id,
+        **to_json(chunk, exclude=CHUNK_LEAVES_OUT),
+        **to_json(candidate, exclude={"chunk", "vector"}),
+    }
+
+
 def _evidence(e: Evidence) -> dict:
-    return {"label": e.label, "chunk_id": e.chunk_id, "score": e.score, "signals": e.signals, "text": e.candidate.text}
+    return {
+        "label": e.label,
+        "chunk_id": e.chunk_id,
+        "score": e.score,
+        "signals": e.signals,
+        "text": e.candidate.chunk.text,
+    }
 
 
 def _attempt(a: Attempt) -> dict:

@@ -144,9 +144,9 @@ def candidate_rows(summary: Summary) -> list[dict]:
             "score": round(c.score, 4),
             "dense_rank": c.dense_rank,
             "lexical_rank": c.lexical_rank,
-            "document": c.document_id,
-            "pages": f"{c.page_start}-{c.page_end}",
-            "heading": c.heading,
+            "document": c.chunk.document_id,
+            "pages": f"{c.chunk.page_start}-{c.chunk.page_end}",
+            "heading": c.chunk.heading,
         }
         for part in summary.parts
         for c in part.candidates
@@ -159,10 +159,10 @@ def evidence_rows(summary: Summary) -> list[dict]:
             "part": part.section.title,
             "label": e.label,
             "score": round(e.score, 4),
-            "document": e.candidate.document_id,
-            "pages": f"{e.candidate.page_start}-{e.candidate.page_end}",
-            "heading": e.candidate.heading,
-            "text": e.candidate.text[:200],
+            "document": e.candidate.chunk.document_id,
+            "pages": f"{e.candidate.chunk.page_start}-{e.candidate.chunk.page_end}",
+            "heading": e.candidate.chunk.heading,
+            "text": e.candidate.chunk.text[:200],
         }
         for part in summary.parts
         for e in part.section.evidence

@@ -21,6 +21,7 @@ from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.policy import retry_transient
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.schema import CHUNK_FIELDS, CHUNK_ID, VECTOR
 from citesum.tasks.summarize import mapreduce
 from citesum.tasks.summarize.compose import Section, write_section
 from citesum.tasks.summarize.evidence import Candidate, Evidence
@@ -103,8 +104,8 @@ def resolve_documents(store: LanceStore, requested: Sequence[str] | None) -> tup
 
 
 def chunk_rows(store: LanceStore, document_ids: Sequence[str], *, vectors: bool = False) -> list[dict]:
-    columns = ["chunk_id", "document_id", "version", "source", "page_start", "page_end", "heading", "text", "ordinal"]
-    rows = store.chunk_rows(document_filter(document_ids), columns + (["vector"] if vectors else []))
+    columns = [CHUNK_ID, *CHUNK_FIELDS, *([VECTOR] if vectors else [])]
+    rows = store.chunk_rows(document_filter(document_ids), columns)
     return sorted(rows, key=lambda r: (r["document_id"], r["ordinal"]))
 
 

@@ -237,7 +237,7 @@ def check_store(db: Path, expected_versions: dict[str, str]) -> dict[str, list[s
     """Each check's failures (empty lists when the store is consistent)."""
     from citesum.tasks.store.lance import LanceStore
 
-    store = LanceStore(str(db))
+    store = LanceStore.open(str(db))
     records = store.documents()
     rows = store.chunk_rows(columns=["chunk_id", "document_id", "version"])
     versions: dict[str, set[str]] = {}

@@ -62,7 +62,7 @@ def main() -> None:
     warm, warm_s = timed_ingest(args.corpus, settings)
     ingest_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    rows = LanceStore(db).chunk_rows(columns=["heading", "text"])
+    rows = LanceStore.open(db).chunk_rows(columns=["heading", "text"])
     texts = [f"{r['heading']}\n{r['text']}" if r["heading"] else r["text"] for r in rows]
     started = time.perf_counter()
     embedder.embed(texts)

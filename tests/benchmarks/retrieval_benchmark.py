@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings(db=args.db, reranker=args.reranker)
-    store = LanceStore(settings.db)
+    store = LanceStore.open(settings.db)
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
     embedder.embed(["warm-up"])  # loaded before timing, as in a warm worker
     reranker = load_reranker(settings.reranker, embedder)

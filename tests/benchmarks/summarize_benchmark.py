@@ -37,7 +37,7 @@ def main() -> None:
 
     settings = Settings(db=args.db, runs_dir="/tmp/citesum-benchmark-runs")
     embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore(settings.db)
+    store = LanceStore.open(settings.db)
     reranker = load_reranker(settings.reranker, embedder)
     synthesizer, reason = choose_synthesizer("extractive", settings, embedder)
     questions = [q for q in load_questions(args.questions) if q.answerable]

@@ -110,7 +110,7 @@ def fill(store, vectors: np.ndarray) -> float:
             Chunk(doc, "v1", f"/bench/{doc}", 1 + i // 5, 1 + i // 5, "1 Section", f"Synthetic chunk {first + i}.", i)
             for i in range(len(block))
         ]
-        record = DocumentRecord(doc, "v1", f"/bench/{doc}", len(block) // 5, len(block), "ok", ingested_at="bench")
+        record = DocumentRecord(doc, "v1", f"/bench/{doc}", len(block) // 5, len(block), "ok")
         store.supersede(record, chunks, block)
     return time.perf_counter() - started
 
@@ -147,8 +147,9 @@ def main() -> None:
     make = embedded_vectors if args.vectors == "embedded" else random_vectors
     data, queries, how = make(args.rows, args.queries, rng)
 
-    store = LanceStore(args.db or tempfile.mkdtemp(prefix="citesum-vector-bench-"))
-    store.check_model(f"benchmark-{args.vectors}", DIMENSION)
+    store = LanceStore.open_or_create(
+        args.db or tempfile.mkdtemp(prefix="citesum-vector-bench-"), f"benchmark-{args.vectors}", DIMENSION
+    )
     write_seconds = fill(store, data)
     rows = store.chunk_rows(columns=["chunk_id", "vector"])
     assert len({r["chunk_id"] for r in rows}) == len(rows) == args.rows

@@ -173,15 +173,15 @@ def test_an_upload_is_ingested_by_its_event_and_reindex_runs(server, services, t
         assert run.state.is_completed(), f"{run.state}\n{services.tails()}"
         assert run.parameters == {"path": str(corpus / "report.pdf")}
         assert (corpus / "report.pdf").is_file() and not (inbox / "report.pdf").exists()
-        stored = LanceStore(str(db)).documents()
+        stored = LanceStore.open(str(db)).documents()
         assert stored["report.pdf"].chunks > 0
-        assert LanceStore(str(db)).chunk_rows("document_id = 'report.pdf'", ["page_start"])
+        assert LanceStore.open(str(db)).chunk_rows("document_id = 'report.pdf'", ["page_start"])
         assert report_artifact(client, run.id), "no citesum-ingest-report artifact on the triggered run"
 
         reindex = run_deployment("ingest/reindex", timeout=max(1.0, deadline - time.monotonic()))
         assert reindex.state.is_completed(), f"{reindex.state}\n{services.tails()}"
         assert report_artifact(client, reindex.id)
-        assert LanceStore(str(db)).documents()["report.pdf"].version == stored["report.pdf"].version
+        assert LanceStore.open(str(db)).documents()["report.pdf"].version == stored["report.pdf"].version
 
 
 def deployment(client, name: str):

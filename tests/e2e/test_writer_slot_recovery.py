@@ -103,7 +103,7 @@ def test_the_next_run_frees_a_slot_left_by_a_killed_run(tmp_path, corpus, env):
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"freed 1 {WRITER_LIMIT} slot(s) left taken by a citesum run that was killed" in run.stdout + run.stderr
-    assert set(LanceStore(str(tmp_path / "db")).documents()) == {"agreement.pdf"}
+    assert set(LanceStore.open(str(tmp_path / "db")).documents()) == {"agreement.pdf"}
     assert active_slots(env) == 0
 
 

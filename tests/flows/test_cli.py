@@ -72,13 +72,13 @@ def test_status_at_80_columns_shows_whole_ids(ingested):
 
 def test_an_emptied_corpus_folder_deletes_nothing(ingested, tmp_path):
     _, db, _, _ = ingested
-    before = LanceStore.existing(str(db)).documents()
+    before = LanceStore.open(str(db)).documents()
     (tmp_path / "corpus").mkdir()
     state = run_ingest(str(tmp_path / "corpus"), Settings(db=str(db), corpus=tmp_path / "corpus"))
     assert state.is_failed()
     error = state.result(raise_on_failure=False)
     assert isinstance(error, ConfigurationError) and "no PDF found" in str(error)
-    assert LanceStore.existing(str(db)).documents() == before
+    assert LanceStore.open(str(db)).documents() == before
 
 
 def test_an_expected_error_is_one_line_and_json_with_json(ingested):
@@ -108,7 +108,7 @@ def test_engine_logs_reach_the_terminal_only_with_verbose(ingested):
 
 def test_summarize_on_an_empty_store_exits_2_with_one_line(tmp_path):
     empty = tmp_path / "empty-db"
-    LanceStore(str(empty))  # the tables, no document
+    LanceStore.open_or_create(str(empty), "some-model", 8)  # the tables, no document
     result = citesum("summarize", "What is the term?", "--db", str(empty), "--synth", "extractive")
     message = f"the store at {empty} holds no documents: run `citesum ingest` first"
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {message}\n")

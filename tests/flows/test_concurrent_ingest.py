@@ -31,7 +31,7 @@ RUN_TIMEOUT = 420
 
 def stored_state(db: str) -> dict[str, tuple[str, int]]:
     """Each stored document's version and chunk count, after checking rows and records agree."""
-    store = LanceStore(db)
+    store = LanceStore.open(db)
     rows = store.chunk_rows(columns=["chunk_id", "document_id", "version"])
     duplicates = [cid for cid, n in Counter(r["chunk_id"] for r in rows).items() if n > 1]
     assert not duplicates, f"duplicate chunks: {duplicates[:5]}"
@@ -64,7 +64,7 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
     sample.services_agreement(agreement)
     settings = Settings(corpus=corpus, db=str(tmp_path / "db"))
     assert run_ingest(None, settings).is_completed()
-    store = LanceStore(settings.db)
+    store = LanceStore.open(settings.db)
 
     sample.services_agreement(agreement, notice_days=60)  # the reindex reads this version ...
     stale = read_but_not_written(agreement, corpus, settings, embedder, store)
@@ -96,7 +96,9 @@ def test_a_file_put_back_after_the_reindex_found_it_gone_is_not_deleted(tmp_path
     (corpus / REPORT).write_bytes(kept)  # ... and an upload puts one back before the deletion
 
     with disable_run_logger():
-        outcomes = delete_missing.fn((AGREEMENT, REPORT), LanceStore(settings.db), WriterSlot.from_settings(settings))
+        outcomes = delete_missing.fn(
+            (AGREEMENT, REPORT), LanceStore.open(settings.db), WriterSlot.from_settings(settings)
+        )
 
     assert {o.document_id: o.status for o in outcomes} == {AGREEMENT: "deleted", REPORT: "outdated"}
     assert stored_state(settings.db) == {REPORT: before[REPORT]}

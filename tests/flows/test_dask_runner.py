@@ -6,6 +6,7 @@ import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -53,12 +54,14 @@ def ingested(settings: Settings):
 
 def stored(db: str) -> dict:
     """What a run leaves in the store, without write times."""
-    store = LanceStore(db)
+    store = LanceStore.open(db)
     rows = sorted(store.chunk_rows(), key=lambda r: r["chunk_id"])
     return {
         "chunks": [{c: r[c] for c in CHUNK_COLUMNS} for r in rows],
         "vectors": np.array([r["vector"] for r in rows], dtype=np.float32),
-        "documents": {k: replace(d, ingested_at="") for k, d in store.documents().items()},
+        "documents": {
+            k: replace(d, ingested_at=datetime(1970, 1, 1, tzinfo=UTC)) for k, d in store.documents().items()
+        },
     }
 
 
@@ -161,6 +164,6 @@ def test_model_and_store_pickle_as_handles(tmp_path):
     data = pickle.dumps(embedder)
     assert len(data) < 1_000  # a name and a batch size, not the weights
     assert pickle.loads(data) is embedder  # the process's loaded model, not a second load
-    store = LanceStore(str(tmp_path / "db"))
+    store = LanceStore.open_or_create(str(tmp_path / "db"), "some-model", 8)
     copy = pickle.loads(pickle.dumps(store))
     assert copy.uri == store.uri and copy.documents() == {}

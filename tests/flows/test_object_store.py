@@ -129,7 +129,7 @@ def test_ingest_reingest_change_remove_and_search_on_s3(s3, corpus, sample, embe
 
     first = ingested(settings)
     assert set(statuses(first).values()) == {"new"} and len(first.outcomes) == len(placed)
-    ids = chunk_ids(LanceStore(settings.db))
+    ids = chunk_ids(LanceStore.open(settings.db))
     assert len(ids) == len(set(ids)) == first.totals()["chunks"] > 0
     keys = s3.keys("citesum/")
     for table in ("chunks", "documents"):
@@ -139,14 +139,14 @@ def test_ingest_reingest_change_remove_and_search_on_s3(s3, corpus, sample, embe
 
     again = ingested(settings)
     assert set(statuses(again).values()) == {"unchanged"} and again.totals()["embedded"] == 0
-    assert chunk_ids(LanceStore(settings.db)) == ids
+    assert chunk_ids(LanceStore.open(settings.db)) == ids
 
     sample.services_agreement(folder / AGREEMENT, extra_clause=NEW_CLAUSE)
     (folder / REPORT).unlink()
     changed = ingested(settings)
     assert statuses(changed)[AGREEMENT] == "updated" and statuses(changed)[REPORT] == "deleted"
 
-    store = LanceStore(settings.db)
+    store = LanceStore.open(settings.db)
     assert REPORT not in store.documents() and store.chunk_count(REPORT) == 0
     versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
     assert versions == {store.documents()[AGREEMENT].version}  # the old version's chunks are gone
@@ -188,7 +188,7 @@ def test_maintain_and_forget_with_purge_on_s3(s3, corpus, sample, embedder, monk
     assert json.loads(forgot.stdout)["purged"] is True
     assert s3.holding("erasure/", MARKER.encode()) == []
     assert s3.holding("erasure/", MARKER_WORD.encode()) == []
-    store = LanceStore(db)
+    store = LanceStore.open(db)
     assert set(store.documents()) == {REPORT, "scanned_memo.pdf"}
     assert {r["document_id"] for r in store.search_text("hydrants")} == {REPORT}
     nearest = store.search_vector(embedder.embed(["pressure sensors detect leaks in water pipes"])[0], k=3)
@@ -198,13 +198,13 @@ def test_maintain_and_forget_with_purge_on_s3(s3, corpus, sample, embedder, monk
 def test_concurrent_writers_lose_no_commit_on_s3(s3, embedder):
     """Four connections, as four processes would have, supersede a document each at once, three times."""
     uri = f"s3://{BUCKET}/concurrent"
-    LanceStore(uri).check_model(embedder.name, embedder.dimension)
+    LanceStore.open_or_create(uri, embedder.name, embedder.dimension)
     texts = ["The notice period is thirty days.", "Fees are due monthly."]
     vectors = embedder.embed(texts)
     errors: list[BaseException] = []
 
     def write(document_id: str) -> None:
-        store = LanceStore(uri)  # its own connection, as another process would have
+        store = LanceStore.open(uri)  # its own connection, as another process would have
         try:
             for version in ("v1", "v2", "v3"):
                 store.supersede(*one_version(document_id, version, texts), vectors)
@@ -217,7 +217,7 @@ def test_concurrent_writers_lose_no_commit_on_s3(s3, embedder):
     for writer in writers:
         writer.join(timeout=300)
     assert not errors and not any(w.is_alive() for w in writers)
-    store = LanceStore(uri)
+    store = LanceStore.open(uri)
     assert {d: r.version for d, r in store.documents().items()} == {f"d{n}.pdf": "v3" for n in range(4)}
     rows = store.chunk_rows(columns=["chunk_id", "version"])
     assert len(rows) == 8 and {r["version"] for r in rows} == {"v3"}
@@ -225,7 +225,7 @@ def test_concurrent_writers_lose_no_commit_on_s3(s3, embedder):
 
 def test_an_unreachable_bucket_is_a_clear_configuration_error(s3):
     with pytest.raises(ConfigurationError, match="cannot open the store at s3://no-such-bucket/db.*NoSuchBucket"):
-        LanceStore("s3://no-such-bucket/db")
+        LanceStore.open("s3://no-such-bucket/db")
     result = CliRunner().invoke(app, ["status", "--db", "s3://no-such-bucket/db"])
     assert result.exit_code == 2 and "AWS_" in result.output
 
@@ -235,7 +235,6 @@ def test_a_write_while_the_store_is_unreachable_is_transient(s3, embedder, monke
     texts = ["The warranty lasts one year."]
     with serving(RecordingS3()) as endpoint:  # moto keeps one state per process: this server has the bucket too
         monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-        store = LanceStore(f"s3://{BUCKET}/outage")
-        store.check_model(embedder.name, embedder.dimension)
+        store = LanceStore.open_or_create(f"s3://{BUCKET}/outage", embedder.name, embedder.dimension)
     with pytest.raises(TransientError, match="LanceError"):
         store.supersede(*one_version("a.pdf", "v1", texts), embedder.embed(texts))

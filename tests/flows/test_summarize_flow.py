@@ -105,7 +105,7 @@ def test_exhaustive_mode_reaches_every_section(ingested):
     titles = {part.section.title for part in summary.parts}
     assert top_sections <= titles, top_sections - titles
     assert summary.metrics["coverage"] == 1.0
-    stored = len(LanceStore(settings.db).chunk_rows(f"document_id = '{AGREEMENT}'"))
+    stored = len(LanceStore.open(settings.db).chunk_rows(f"document_id = '{AGREEMENT}'"))
     assert summary.metrics["candidates"] == stored  # every chunk was read
 
 

@@ -42,7 +42,7 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
     spread = float(scores.max() - scores.min()) if len(scores) else 0.0
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
-        text = item.candidate.text
+        text = item.candidate.chunk.text
         for start, end in split_sentences(text):
             sentence = normalize_space(text[start:end])
             words = sum(not t[0].isdigit() for t in tokens(sentence))

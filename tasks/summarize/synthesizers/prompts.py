@@ -140,7 +140,7 @@ def _evidence_block(evidence: tuple[Evidence, ...]) -> str:
 
 
 def _evidence_entry(evidence: Evidence) -> str:
-    c = evidence.candidate
+    c = evidence.candidate.chunk
     header = f"[{evidence.label}] document: {_one_line(c.document_id)} | pages: {Citation.of(evidence).pages}"
     if c.heading:
         header += f" | section: {_one_line(c.heading)}"

@@ -23,7 +23,7 @@ from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.records import Chunk, DocumentRecord, Problem
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
-ARROW_TYPES: dict[type, pa.DataType] = {str: pa.string(), int: pa.int32(), float: pa.float64(), datetime: TIMESTAMP}
+ARROW_TYPES: dict[type, pa.DataType] = {str: pa.string(), int: pa.int32(), datetime: TIMESTAMP}
 LEGACY_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # datetime.isoformat(timespec="seconds") of an aware time
 
 CHUNK_ID = "chunk_id"  # Chunk.chunk_id, stored: the key supersession merges on

@@ -56,6 +56,29 @@ def test_ingest_is_idempotent(tmp_path, corpus):
     assert chunk_ids(settings) == ids
 
 
+def versions(settings: Settings) -> dict[str, int]:
+    return {state.name: state.versions for state in LanceStore.open(settings.db).table_states()}
+
+
+def test_the_index_refresh_after_an_ingest_keeps_the_configured_retention(tmp_path, corpus, sample):
+    folder, _ = corpus
+    kept = settings_for(tmp_path / "kept", folder, version_retention_hours=1)
+    removed = settings_for(tmp_path / "removed", folder, version_retention_hours=0)
+    first = {}
+    for settings in (kept, removed):
+        assert run(settings)[0].is_completed()
+        first[settings.db] = versions(settings)
+    sample.services_agreement(folder / AGREEMENT, notice_days=60)  # the second ingests supersede a version
+    for settings in (kept, removed):
+        assert run(settings)[0].is_completed()
+
+    # Versions seconds old are within an hour's retention: the second ingest only added versions.
+    assert all(versions(kept)[table] > first[kept.db][table] for table in ("chunks", "documents"))
+    # None is within a zero retention: what remains are the versions the refresh committed after its cleanup
+    # (LanceDB's optimize folds new rows into the indexes last), no more than after the first ingest.
+    assert all(versions(removed)[table] <= min(2, first[removed.db][table]) for table in ("chunks", "documents"))
+
+
 def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus):
     folder, placed = corpus
     settings = settings_for(tmp_path, folder)

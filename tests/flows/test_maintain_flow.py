@@ -89,12 +89,12 @@ def test_status_and_maintain_of_a_missing_store_exit_2_and_create_nothing(tmp_pa
 
 def test_maintain_compacts_cleans_versions_and_reports(tmp_path, corpus, sample):
     folder, _ = corpus
-    settings = Settings(corpus=folder, db=str(tmp_path / "db"), version_retention_hours=0)
-    assert run_ingest(None, settings).is_completed()
+    ingesting = Settings(corpus=folder, db=str(tmp_path / "db"))  # its index refresh keeps the last 24 h
+    assert run_ingest(None, ingesting).is_completed()
     sample.services_agreement(folder / AGREEMENT, notice_days=60)
-    assert run_ingest(None, settings).is_completed()  # a superseded version: more versions and fragments
+    assert run_ingest(None, ingesting).is_completed()  # a superseded version: more versions and fragments
 
-    state = run_maintain(settings)
+    state = run_maintain(Settings(corpus=folder, db=ingesting.db, version_retention_hours=0))
 
     assert state.is_completed(), state.message
     report = state.result()
@@ -105,7 +105,7 @@ def test_maintain_compacts_cleans_versions_and_reports(tmp_path, corpus, sample)
     assert after["chunks"].fragments == 1
     assert all(i.unindexed_rows == 0 for s in after.values() for i in s.indexes)
     assert report.vector_index.action == "none"  # the sample corpus is far below the threshold
-    assert LanceStore.open(settings.db).search_text("notice")
+    assert LanceStore.open(ingesting.db).search_text("notice")
 
 
 def test_maintain_cli_prints_json(tmp_path, corpus):

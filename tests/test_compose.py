@@ -163,7 +163,7 @@ def test_an_empty_answer_is_retried_saying_so_then_the_section_falls_back_to_ext
     assert section.fallback is not None and section.sentences
     for sentence in section.sentences:  # verbatim evidence sentences, each citing its own chunk
         (label,) = sentence.citations
-        assert sentence.text in {e.label: e.candidate.text for e in EVIDENCE}[label]
+        assert sentence.text in {e.label: e.candidate.chunk.text for e in EVIDENCE}[label]
 
 
 def test_sentences_failing_twice_fall_back_marked_in_the_summary_and_the_run_record(

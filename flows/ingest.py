@@ -48,15 +48,15 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
     settings = settings or Settings()
     started = time.perf_counter()
-    sources, corpus_root = discover(Path(path) if path else settings.corpus, settings.corpus)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore(settings.db)
+    sources, corpus_root = discover(Path(path) if path else settings.ingest.corpus, settings.ingest.corpus)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    store = LanceStore(settings.store.db)
     store.check_model(embedder.name, embedder.dimension)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
     plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
-    passwords = load_passwords(settings.passwords_file)
+    passwords = load_passwords(settings.ingest.passwords_file)
     steps = StepTracker(len(plan.work), on_progress)
 
     jobs = [Job(item) for item in plan.work]
@@ -75,7 +75,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
             *deleted,
             *steps.failures,
         ),
-        db=settings.db,
+        db=settings.store.db,
         embed_model=embedder.name,
         parser=parser_version(),
         settings=settings.fingerprint(),

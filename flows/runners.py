@@ -1,4 +1,4 @@
-"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.runner``)."""
+"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from citesum.tasks.store.writer import ensure_writer_limit
 def task_runner(settings: Settings) -> Iterator[TaskRunner]:
     """The configured task runner, with what its workers need in place while a flow runs on it."""
     runner = task_runner_for(settings)
-    if settings.runner == "threads":
+    if settings.ingest.runner == "threads":
         yield runner
         return
     with dask_worker_environment():
@@ -26,17 +26,19 @@ def task_runner(settings: Settings) -> Iterator[TaskRunner]:
 
 
 def task_runner_for(settings: Settings) -> TaskRunner:
-    """``settings.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
-    if settings.runner == "threads":
-        return ThreadPoolTaskRunner(max_workers=settings.workers)
-    address = None if settings.runner == "dask" else dask_address(settings.runner)
+    """``settings.ingest.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
+    if settings.ingest.runner == "threads":
+        return ThreadPoolTaskRunner(max_workers=settings.ingest.workers)
+    address = None if settings.ingest.runner == "dask" else dask_address(settings.ingest.runner)
     # Imported here: distributed adds about half a second to every command that never uses it.
     from prefect_dask import DaskTaskRunner
 
     if address:
         return DaskTaskRunner(address=address)
     # One thread per worker process: torch and each extraction child use the cores already.
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.workers, "processes": True, "threads_per_worker": 1})
+    return DaskTaskRunner(
+        cluster_kwargs={"n_workers": settings.ingest.workers, "processes": True, "threads_per_worker": 1}
+    )
 
 
 def dask_address(runner: str) -> str:

@@ -39,8 +39,8 @@ def summarize(
     """Summarize the chosen documents (default: all), every sentence cited to document and page."""
     settings = settings or Settings()
     mode, mode_reason = choose_mode(question, mode)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore.existing(settings.db)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    store = LanceStore.existing(settings.store.db)
     # First: an empty store is refused before a chunks table is made for this model.
     document_ids = resolve_documents(store, documents)
     store.check_model(embedder.name, embedder.dimension)
@@ -51,7 +51,7 @@ def summarize(
         parts = every_section(store, document_ids, synthesizer, embedder)
     else:
         plan = [("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
-        reranker = load_reranker(settings.reranker, embedder)
+        reranker = load_reranker(settings.summarize.reranker, embedder)
         parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, settings)
 
     figures = metrics.summary_metrics(mode, parts)
@@ -66,7 +66,7 @@ def summarize(
         metrics=figures,
         warnings=failure_warnings(mode, parts, figures["coverage"]),
     )
-    path = write_run(run_record(summary, settings), settings.runs_dir)
+    path = write_run(run_record(summary, settings), settings.summarize.runs_dir)
     publish_summary(summary, path)
     return summary
 
@@ -81,8 +81,10 @@ def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | No
 def retrieved_parts(plan: Plan, store, embedder, reranker, synthesizer, settings: Settings) -> list[SummaryPart]:
     """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation."""
     titles, queries, scopes = (list(column) for column in zip(*plan, strict=True)) if plan else ([], [], [])
-    candidates = retrieve_candidates.map(queries, unmapped(store), unmapped(embedder), scopes, settings.candidates)
-    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.evidence)
+    candidates = retrieve_candidates.map(
+        queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates
+    )
+    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence)
     sections = write_part.map(titles, queries, evidence, unmapped(synthesizer))
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)

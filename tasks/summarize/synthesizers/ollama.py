@@ -147,12 +147,12 @@ class OllamaSynthesizer:
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> OllamaSynthesizer:
         return cls(
-            model=settings.ollama_model,
-            host=settings.ollama_host,
-            timeout=settings.ollama_timeout_seconds,
-            retries=settings.ollama_retries,
-            context_tokens=settings.ollama_context_tokens,
-            max_output_tokens=settings.ollama_max_output_tokens,
+            model=settings.summarize.ollama_model,
+            host=settings.summarize.ollama_host,
+            timeout=settings.summarize.ollama_timeout_seconds,
+            retries=settings.summarize.ollama_retries,
+            context_tokens=settings.summarize.ollama_context_tokens,
+            max_output_tokens=settings.summarize.ollama_max_output_tokens,
             **kwargs,
         )
 

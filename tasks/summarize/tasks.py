@@ -49,9 +49,9 @@ _EVERY = re.compile(
     r"\b(every|each|all|entire|whole|complete|comprehensive|exhaustive|full list|list of all)\b", re.IGNORECASE
 )
 
-SYNTH_TASK = dict(
-    cache_policy=NO_CACHE, persist_result=False, retries=1, retry_delay_seconds=5, retry_condition_fn=retry_transient
-)
+# No task retries: the synthesizer retries each LLM call (Ollama: backoff, Retry-After), and a task retry
+# would redo every call of the section, a map-reduce's included, after the last call already gave up.
+SYNTH_TASK = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 def choose_mode(question: str | None, mode: str) -> tuple[str, str]:

@@ -3,8 +3,8 @@
 Requests go through the ``ollama`` client (0.6.3). Connection errors, timeouts, 429
 and 5xx answers are retried with exponential backoff, honouring ``Retry-After``;
 other 4xx answers (404: model not installed) fail at once, since trying again
-cannot help. After the last retry a ``TransientError`` is raised, so the task
-level (Prefect) may still try later.
+cannot help. After the last retry a ``TransientError`` is raised. These are the
+only retries of an LLM call: the summarization tasks around it do not retry.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class OllamaSynthesizer:
         self.context_tokens = context_tokens
         self.max_output_tokens = max_output_tokens  # num_predict: a model that rambles stops instead of timing out
         self.backoff_seconds = backoff_seconds
-        self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts (task-level retry)
+        self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts at once
         self.name = f"ollama:{model}"
         self._client = _client(self.host, timeout)
 

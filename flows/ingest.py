@@ -15,9 +15,8 @@ from prefect.artifacts import (
 )
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
-from prefect.task_runners import ThreadPoolTaskRunner
 
-from citesum.flows.runners import task_runner
+from citesum.flows.runners import ConfiguredTaskRunner, task_runner
 from citesum.tasks.embed import load_embedder
 from citesum.tasks.ingest import report as reports
 from citesum.tasks.ingest.pdf.extract import parser_version
@@ -43,7 +42,8 @@ Progress = Callable[[str, str, int, int], None]  # (step, document id, steps don
 STEPS = ("extract", "chunk", "embed", "write")
 
 
-@flow(name="ingest", task_runner=ThreadPoolTaskRunner(max_workers=2))
+# The runner and worker count of the settings, also in runs loaded from this module (citesum serve, workers).
+@flow(name="ingest", task_runner=ConfiguredTaskRunner())
 def ingest(path: str | None = None, settings: Settings | None = None, on_progress: Progress | None = None):
     """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
     settings = settings or Settings()

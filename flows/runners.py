@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
@@ -23,6 +24,54 @@ def task_runner(settings: Settings) -> Iterator[TaskRunner]:
         return
     with dask_worker_environment():
         yield runner
+
+
+class ConfiguredTaskRunner(TaskRunner):
+    """The task runner the run's settings name, chosen as the run starts.
+
+    `citesum serve` and a `prefect.yaml` worker load a flow from its module, so a run gets the task runner
+    the flow is declared with, not one built from settings. This one builds ``task_runner_for(settings)``
+    when the engine starts it (from ``Settings()``, the run's CITESUM_* environment, unless settings are
+    given), with what its workers need (``task_runner``), and hands it every task.
+    """
+
+    def __init__(self, settings: Settings | None = None):
+        super().__init__()
+        self.settings = settings
+        self._runner: TaskRunner | None = None
+        self._stack = ExitStack()
+
+    def duplicate(self) -> ConfiguredTaskRunner:
+        return type(self)(self.settings)
+
+    def configured(self) -> TaskRunner:
+        """The runner a run started now would use (not started)."""
+        return task_runner_for(self.settings or Settings())
+
+    def __enter__(self) -> ConfiguredTaskRunner:
+        with ExitStack() as stack:
+            runner = stack.enter_context(task_runner(self.settings or Settings()))
+            self._runner = stack.enter_context(runner)
+            self._stack = stack.pop_all()
+        return super().__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            self._stack.__exit__(*exc_info)
+        finally:
+            self._runner = None
+            super().__exit__(*exc_info)
+
+    def submit(self, task, parameters: dict[str, Any], wait_for: Iterable | None = None, dependencies=None):
+        return self._delegate().submit(task, parameters, wait_for, dependencies)
+
+    def map(self, task, parameters: dict[str, Any], wait_for: Iterable | None = None):
+        return self._delegate().map(task, parameters, wait_for)
+
+    def _delegate(self) -> TaskRunner:
+        if self._runner is None:
+            raise RuntimeError("The task runner must be started before submitting work.")
+        return self._runner
 
 
 def task_runner_for(settings: Settings) -> TaskRunner:

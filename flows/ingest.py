@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from prefect import Task, flow, unmapped
@@ -41,10 +43,25 @@ from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
 Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
 STEPS = ("extract", "chunk", "embed", "write")
 
+# The progress callback of a run started in this process (the CLI's progress bar). Not a flow parameter: Prefect
+# copies a flow's parameters into every task's context, which Dask pickles for its workers, and a terminal
+# progress bar (locks, a thread) cannot be pickled. Only the flow body reads it.
+_PROGRESS: ContextVar[Progress | None] = ContextVar("citesum_ingest_progress", default=None)
+
+
+@contextmanager
+def reporting_progress(callback: Progress | None) -> Iterator[None]:
+    """Ingestion runs started inside report their progress to ``callback``."""
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
 
 # The runner and worker count of the settings, also in runs loaded from this module (citesum serve, workers).
 @flow(name="ingest", task_runner=ConfiguredTaskRunner())
-def ingest(path: str | None = None, settings: Settings | None = None, on_progress: Progress | None = None):
+def ingest(path: str | None = None, settings: Settings | None = None):
     """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
     settings = settings or Settings()
     started = time.perf_counter()
@@ -57,7 +74,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     stored = store.documents()
     plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
     passwords = load_passwords(settings.ingest.passwords_file)
-    steps = StepTracker(len(plan.work), on_progress)
+    steps = StepTracker(len(plan.work), _PROGRESS.get())
 
     jobs = [Job(item) for item in plan.work]
     jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
@@ -88,31 +105,13 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
 
 
 def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None):
-    """Run the flow on the configured task runner; returns its final state.
+    """Run the flow on the configured task runner; returns its final state. ``on_progress`` gets each
+    document-step done, in this process (``reporting_progress``).
 
     Raises ConfigurationError for a runner setting it cannot use, before any run starts.
     """
-    with task_runner(settings) as runner:
-        flow_ = ingest.with_options(task_runner=runner)
-        return flow_(path, settings, InThisProcess(on_progress) if on_progress else None, return_state=True)
-
-
-class InThisProcess:
-    """A progress callback that stays in the flow's process.
-
-    Prefect copies the flow's parameters into every task's context, which Dask pickles for its workers;
-    the CLI's callback holds a terminal progress bar (locks, a thread) and cannot be pickled. Only the flow
-    calls it, so a worker's copy is None.
-    """
-
-    def __init__(self, callback: Progress):
-        self.callback = callback
-
-    def __call__(self, step: str, document_id: str, done: int, total: int) -> None:
-        self.callback(step, document_id, done, total)
-
-    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
-        return type(None), ()
+    with task_runner(settings) as runner, reporting_progress(on_progress):
+        return ingest.with_options(task_runner=runner)(path, settings, return_state=True)
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:

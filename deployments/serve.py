@@ -44,7 +44,7 @@ def reindex(settings: Settings) -> RunnerDeployment:
     return ingest.to_deployment(
         entrypoint_type=BY_MODULE,
         name="reindex",
-        schedules=[schedule(settings.reindex_cron, settings.schedule_timezone)],
+        schedules=[schedule(settings.service.reindex_cron, settings.service.schedule_timezone)],
         concurrency_limit=1,
         description="Ingest the whole corpus: new and changed PDFs, deletions of removed ones.",
         tags=TAGS,
@@ -84,7 +84,7 @@ def maintain(settings: Settings) -> RunnerDeployment:
     return maintain_flow.to_deployment(
         entrypoint_type=BY_MODULE,
         name="maintain",
-        schedules=[schedule(settings.maintain_cron, settings.schedule_timezone)],
+        schedules=[schedule(settings.service.maintain_cron, settings.service.schedule_timezone)],
         concurrency_limit=1,
         description="Weekly store maintenance.",
         tags=TAGS,
@@ -105,8 +105,11 @@ def schedule(cron: str, timezone: str) -> Schedule:
 
 
 def run_environment(settings: Settings) -> dict[str, str]:
-    """CITESUM_* variables that rebuild these settings in a run started from another folder."""
-    values = settings.model_dump(mode="json", exclude_none=True)
+    """CITESUM_* variables that rebuild these settings in a run started from another folder.
+
+    Flat names (CITESUM_DB): they win over nested ones (CITESUM_STORE__DB) left in the environment.
+    """
+    values = settings.flat_values(mode="json", exclude_none=True)
     for field in LOCAL_PATHS:
         if field in values:
             values[field] = os.path.abspath(values[field])

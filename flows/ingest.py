@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,9 +18,8 @@ from prefect.artifacts import (
 )
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
-from prefect.task_runners import ThreadPoolTaskRunner
 
-from citesum.flows.runners import task_runner
+from citesum.flows.runners import ConfiguredTaskRunner, task_runner
 from citesum.tasks.embed import load_embedder
 from citesum.tasks.ingest import report as reports
 from citesum.tasks.ingest.pdf.extract import parser_version
@@ -43,21 +44,37 @@ from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
 Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
 STEPS = ("extract", "chunk", "embed", "write")
 
+# The progress callback of a run started in this process (the CLI's progress bar). Not a flow parameter: Prefect
+# copies a flow's parameters into every task's context, which Dask pickles for its workers, and a terminal
+# progress bar (locks, a thread) cannot be pickled. Only the flow body reads it.
+_PROGRESS: ContextVar[Progress | None] = ContextVar("citesum_ingest_progress", default=None)
 
-@flow(name="ingest", task_runner=ThreadPoolTaskRunner(max_workers=2))
-def ingest(path: str | None = None, settings: Settings | None = None, on_progress: Progress | None = None):
+
+@contextmanager
+def reporting_progress(callback: Progress | None) -> Iterator[None]:
+    """Ingestion runs started inside report their progress to ``callback``."""
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+# The runner and worker count of the settings, also in runs loaded from this module (citesum serve, workers).
+@flow(name="ingest", task_runner=ConfiguredTaskRunner())
+def ingest(path: str | None = None, settings: Settings | None = None):
     """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
     settings = settings or Settings()
     started = time.perf_counter()
-    sources, corpus_root = discover(Path(path) if path else settings.corpus, settings.corpus)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore.open_or_create(settings.db, embedder.name, embedder.dimension)
+    sources, corpus_root = discover(Path(path) if path else settings.ingest.corpus, settings.ingest.corpus)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    store = LanceStore.open_or_create(settings.store.db, embedder.name, embedder.dimension)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
     plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
-    passwords = load_passwords(settings.passwords_file)
-    steps = StepTracker(len(plan.work), on_progress)
+    passwords = load_passwords(settings.ingest.passwords_file)
+    steps = StepTracker(len(plan.work), _PROGRESS.get())
 
     jobs = [Job(item) for item in plan.work]
     jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
@@ -66,7 +83,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
     written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
     deleted = delete_missing(plan.deletions, store, writer)
     if written or deleted:
-        refresh_indexes(store, timedelta(hours=settings.version_retention_hours), writer)
+        refresh_indexes(store, timedelta(hours=settings.store.version_retention_hours), writer)
 
     report = IngestReport(
         outcomes=(
@@ -75,7 +92,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
             *deleted,
             *steps.failures,
         ),
-        db=settings.db,
+        db=settings.store.db,
         embed_model=embedder.name,
         parser=parser_version(),
         settings=settings.fingerprint(),
@@ -88,31 +105,13 @@ def ingest(path: str | None = None, settings: Settings | None = None, on_progres
 
 
 def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None):
-    """Run the flow on the configured task runner; returns its final state.
+    """Run the flow on the configured task runner; returns its final state. ``on_progress`` gets each
+    document-step done, in this process (``reporting_progress``).
 
     Raises ConfigurationError for a runner setting it cannot use, before any run starts.
     """
-    with task_runner(settings) as runner:
-        flow_ = ingest.with_options(task_runner=runner)
-        return flow_(path, settings, InThisProcess(on_progress) if on_progress else None, return_state=True)
-
-
-class InThisProcess:
-    """A progress callback that stays in the flow's process.
-
-    Prefect copies the flow's parameters into every task's context, which Dask pickles for its workers;
-    the CLI's callback holds a terminal progress bar (locks, a thread) and cannot be pickled. Only the flow
-    calls it, so a worker's copy is None.
-    """
-
-    def __init__(self, callback: Progress):
-        self.callback = callback
-
-    def __call__(self, step: str, document_id: str, done: int, total: int) -> None:
-        self.callback(step, document_id, done, total)
-
-    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
-        return type(None), ()
+    with task_runner(settings) as runner, reporting_progress(on_progress):
+        return ingest.with_options(task_runner=runner)(path, settings, return_state=True)
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:

@@ -36,22 +36,22 @@ def maintain(settings: Settings | None = None, purge_versions: bool = False) -> 
     """
     settings = settings or Settings()
     started = time.perf_counter()
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     before = describe_store(store)
     plan = plan_vector_index_task(store, before, settings)
-    compact(store, timedelta(hours=settings.version_retention_hours), writer)
+    compact(store, timedelta(hours=settings.store.version_retention_hours), writer)
     if purge_versions:
         purge(store, writer)
     if plan.action in ("build", "rebuild"):
         build_vector_index(store, writer)
     report = MaintenanceReport(
-        db=settings.db,
+        db=settings.store.db,
         before=before,
         after=describe_store(store),
         vector_index=plan,
-        keep_versions_hours=settings.version_retention_hours,
+        keep_versions_hours=settings.store.version_retention_hours,
         seconds=time.perf_counter() - started,
         purged=purge_versions,
     )
@@ -65,7 +65,7 @@ def maintain(settings: Settings | None = None, purge_versions: bool = False) -> 
 def forget(document_id: str, purge_versions: bool = False, settings: Settings | None = None) -> Erasure:
     """Remove a document's chunks and record; with ``purge_versions`` its text also leaves the disk."""
     settings = settings or Settings()
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     target = find_document_task(store, document_id)  # fails (exit 2) for an id that is not stored

@@ -1,9 +1,10 @@
-"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.runner``)."""
+"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
@@ -18,25 +19,75 @@ from citesum.tasks.store.writer import ensure_writer_limit
 def task_runner(settings: Settings) -> Iterator[TaskRunner]:
     """The configured task runner, with what its workers need in place while a flow runs on it."""
     runner = task_runner_for(settings)
-    if settings.runner == "threads":
+    if settings.ingest.runner == "threads":
         yield runner
         return
     with dask_worker_environment():
         yield runner
 
 
+class ConfiguredTaskRunner(TaskRunner):
+    """The task runner the run's settings name, chosen as the run starts.
+
+    `citesum serve` and a `prefect.yaml` worker load a flow from its module, so a run gets the task runner
+    the flow is declared with, not one built from settings. This one builds ``task_runner_for(settings)``
+    when the engine starts it (from ``Settings()``, the run's CITESUM_* environment, unless settings are
+    given), with what its workers need (``task_runner``), and hands it every task.
+    """
+
+    def __init__(self, settings: Settings | None = None):
+        super().__init__()
+        self.settings = settings
+        self._runner: TaskRunner | None = None
+        self._stack = ExitStack()
+
+    def duplicate(self) -> ConfiguredTaskRunner:
+        return type(self)(self.settings)
+
+    def configured(self) -> TaskRunner:
+        """The runner a run started now would use (not started)."""
+        return task_runner_for(self.settings or Settings())
+
+    def __enter__(self) -> ConfiguredTaskRunner:
+        with ExitStack() as stack:
+            runner = stack.enter_context(task_runner(self.settings or Settings()))
+            self._runner = stack.enter_context(runner)
+            self._stack = stack.pop_all()
+        return super().__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            self._stack.__exit__(*exc_info)
+        finally:
+            self._runner = None
+            super().__exit__(*exc_info)
+
+    def submit(self, task, parameters: dict[str, Any], wait_for: Iterable | None = None, dependencies=None):
+        return self._delegate().submit(task, parameters, wait_for, dependencies)
+
+    def map(self, task, parameters: dict[str, Any], wait_for: Iterable | None = None):
+        return self._delegate().map(task, parameters, wait_for)
+
+    def _delegate(self) -> TaskRunner:
+        if self._runner is None:
+            raise RuntimeError("The task runner must be started before submitting work.")
+        return self._runner
+
+
 def task_runner_for(settings: Settings) -> TaskRunner:
-    """``settings.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
-    if settings.runner == "threads":
-        return ThreadPoolTaskRunner(max_workers=settings.workers)
-    address = None if settings.runner == "dask" else dask_address(settings.runner)
+    """``settings.ingest.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
+    if settings.ingest.runner == "threads":
+        return ThreadPoolTaskRunner(max_workers=settings.ingest.workers)
+    address = None if settings.ingest.runner == "dask" else dask_address(settings.ingest.runner)
     # Imported here: distributed adds about half a second to every command that never uses it.
     from prefect_dask import DaskTaskRunner
 
     if address:
         return DaskTaskRunner(address=address)
     # One thread per worker process: torch and each extraction child use the cores already.
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.workers, "processes": True, "threads_per_worker": 1})
+    return DaskTaskRunner(
+        cluster_kwargs={"n_workers": settings.ingest.workers, "processes": True, "threads_per_worker": 1}
+    )
 
 
 def dask_address(runner: str) -> str:

@@ -40,8 +40,8 @@ def summarize(
     """Summarize the chosen documents (default: all), every sentence cited to document and page."""
     settings = settings or Settings()
     mode, mode_reason = choose_mode(question, mode)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore.open(settings.db)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    store = LanceStore.open(settings.store.db)
     # An empty store is refused first, with the command that fills it.
     document_ids = resolve_documents(store, documents)
     store.check_model(embedder.name, embedder.dimension)
@@ -53,7 +53,7 @@ def summarize(
         parts = every_section(store, document_ids, synthesizer, fallback, embedder)
     else:
         plan = [("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
-        reranker = load_reranker(settings.reranker, embedder)
+        reranker = load_reranker(settings.summarize.reranker, embedder)
         parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, fallback, settings)
 
     figures = metrics.summary_metrics(mode, parts)
@@ -68,7 +68,7 @@ def summarize(
         metrics=figures,
         warnings=failure_warnings(mode, parts, figures["coverage"]),
     )
-    path = write_run(run_record(summary, settings), settings.runs_dir)
+    path = write_run(run_record(summary, settings), settings.summarize.runs_dir)
     publish_summary(summary, path)
     return summary
 
@@ -85,8 +85,10 @@ def retrieved_parts(
 ) -> list[SummaryPart]:
     """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation (and fallback)."""
     titles, queries, scopes = (list(column) for column in zip(*plan, strict=True)) if plan else ([], [], [])
-    candidates = retrieve_candidates.map(queries, unmapped(store), unmapped(embedder), scopes, settings.candidates)
-    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.evidence)
+    candidates = retrieve_candidates.map(
+        queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates
+    )
+    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence)
     sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback))
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)

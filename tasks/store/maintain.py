@@ -80,7 +80,7 @@ def plan_vector_index(rows: int, index_present: bool, written_since_built: int, 
     Rows added to an index are assigned to the partitions it was trained on; once many chunks were
     written after training, its partitions and codebooks no longer fit the data and it is retrained.
     """
-    least, share_limit = settings.vector_index_min_rows, settings.vector_index_rebuild_share
+    least, share_limit = settings.store.vector_index_min_rows, settings.store.vector_index_rebuild_share
     if not index_present:
         if rows < least:
             return VectorIndexPlan("none", f"{rows:,} chunks, below {least:,}: exact search is used")

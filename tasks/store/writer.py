@@ -56,7 +56,7 @@ class WriterSlot:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WriterSlot:
-        return cls(settings.writer_wait_seconds, settings.writer_lease_seconds)
+        return cls(settings.store.writer_wait_seconds, settings.store.writer_lease_seconds)
 
     @contextmanager
     def hold(self, what: str) -> Iterator[None]:

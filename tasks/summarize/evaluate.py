@@ -5,7 +5,7 @@ Each question is answered from its own document(s) only. What is measured:
 - candidate hit@k (k = 5, 10, 20, 50): the question's fused candidate list, cut at k, holds at least
   one chunk whose page span covers an evidence page of the right document;
 - page recall@k: the share of the question's evidence pages that some of those k chunks cover;
-- evidence hit@N (N = ``settings.evidence``): the same as hit@k for the reranker's selection;
+- evidence hit@N (N = ``settings.summarize.evidence``): the same as hit@k for the reranker's selection;
 - MRR: reciprocal rank of the first correct chunk in the *final* order, which is the reranked
   evidence (c1..cN) followed by the remaining candidates in fused order; 0 when none is correct;
 - answer in evidence: the share of questions whose answer string (normalised) occurs in the
@@ -174,8 +174,8 @@ def run_question(
 ) -> QuestionResult:
     scope = question.documents or None  # unanswerable questions name no document
     started = time.perf_counter()
-    candidates = retrieve(store, embedder, question.question, k=settings.candidates, document_ids=scope)
-    evidence = reranker.rerank(question.question, candidates, settings.evidence)
+    candidates = retrieve(store, embedder, question.question, k=settings.summarize.candidates, document_ids=scope)
+    evidence = reranker.rerank(question.question, candidates, settings.summarize.evidence)
     seconds = time.perf_counter() - started
 
     vector = embedder.embed([question.question])[0]
@@ -315,14 +315,14 @@ def evaluate(
         results.append(result)
         if on_result is not None:
             on_result(result)
-    return EvalReport(tuple(results), settings.evidence, _provenance(embedder, reranker, settings))
+    return EvalReport(tuple(results), settings.summarize.evidence, _provenance(embedder, reranker, settings))
 
 
 def _provenance(embedder: Embedder, reranker: Reranker, settings: Settings) -> dict:
     return {
         "embed_model": embedder.name,
         "reranker": getattr(reranker, "name", type(reranker).__name__),
-        "candidates": settings.candidates,
-        "evidence": settings.evidence,
+        "candidates": settings.summarize.candidates,
+        "evidence": settings.summarize.evidence,
         "fingerprint": settings.fingerprint(),
     }

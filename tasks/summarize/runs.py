@@ -28,7 +28,7 @@ def run_record(summary: Summary, settings: Settings) -> dict:
         **summary.to_json(),
         "mode_reason": summary.mode_reason,
         "synthesizer_reason": summary.synthesizer_reason,
-        "settings": to_json(settings),
+        "settings": to_json(settings.flat_values()),  # by flat name (CITESUM_<NAME>), as before the groups
         "parts": [_part(part) for part in summary.parts],
         "recorded_at": datetime.now(UTC).isoformat(),
     }

@@ -50,9 +50,9 @@ _EVERY = re.compile(
     r"\b(every|each|all|entire|whole|complete|comprehensive|exhaustive|full list|list of all)\b", re.IGNORECASE
 )
 
-SYNTH_TASK = dict(
-    cache_policy=NO_CACHE, persist_result=False, retries=1, retry_delay_seconds=5, retry_condition_fn=retry_transient
-)
+# No task retries: the synthesizer retries each LLM call (Ollama: backoff, Retry-After), and a task retry
+# would redo every call of the section, a map-reduce's included, after the last call already gave up.
+SYNTH_TASK = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 def choose_mode(question: str | None, mode: str) -> tuple[str, str]:
@@ -77,9 +77,11 @@ def choose_synthesizer(choice: str, settings: Settings, embedder: Embedder) -> t
     extractive = ExtractiveSynthesizer(embedder)
     if choice == "extractive":
         return extractive, "chosen"
-    problem = probe_ollama(settings.ollama_host, settings.ollama_model)
+    problem = probe_ollama(settings.summarize.ollama_host, settings.summarize.ollama_model)
     if problem is None:
-        return OllamaSynthesizer.from_settings(settings), f"Ollama at {resolve_ollama_host(settings.ollama_host)}"
+        return OllamaSynthesizer.from_settings(
+            settings
+        ), f"Ollama at {resolve_ollama_host(settings.summarize.ollama_host)}"
     if choice == "ollama":
         raise ConfigurationError(f"{problem}; use --synth extractive or start Ollama")
     return extractive, f"{problem}: extractive synthesis"

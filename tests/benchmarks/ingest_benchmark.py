@@ -54,7 +54,7 @@ def main() -> None:
     settings = Settings(corpus=args.corpus, db=db)
 
     embedder = load_embedder(
-        settings.embed_model, settings.embed_batch_size
+        settings.chunking.embed_model, settings.ingest.embed_batch_size
     )  # loaded before timing, as in a warm worker
     embedder.embed(["warm-up"])
     ensure_writer_limit()  # starts Prefect's temporary server outside the timed runs

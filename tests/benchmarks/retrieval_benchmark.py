@@ -58,10 +58,10 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings(db=args.db, reranker=args.reranker)
-    store = LanceStore.open(settings.db)
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
+    store = LanceStore.open(settings.store.db)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
     embedder.embed(["warm-up"])  # loaded before timing, as in a warm worker
-    reranker = load_reranker(settings.reranker, embedder)
+    reranker = load_reranker(settings.summarize.reranker, embedder)
     questions = load_questions(args.questions)
     missing = {d for q in questions for d in q.documents} - set(store.documents())
     if missing:
@@ -70,7 +70,7 @@ def main() -> None:
     report = evaluate(questions, store, embedder, reranker, settings)
     figures = report.to_json()
     print(json.dumps(figures, indent=2))
-    print(json.dumps({"targets": against_targets(figures, settings.evidence)}, indent=2))
+    print(json.dumps({"targets": against_targets(figures, settings.summarize.evidence)}, indent=2))
     if args.out:
         results = [vars(r) for r in report.results]
         args.out.write_text(json.dumps({**figures, "results": results}, indent=2, default=str), encoding="utf-8")

@@ -36,9 +36,9 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings(db=args.db, runs_dir="/tmp/citesum-benchmark-runs")
-    embedder = load_embedder(settings.embed_model, settings.embed_batch_size)
-    store = LanceStore.open(settings.db)
-    reranker = load_reranker(settings.reranker, embedder)
+    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    store = LanceStore.open(settings.store.db)
+    reranker = load_reranker(settings.summarize.reranker, embedder)
     synthesizer, reason = choose_synthesizer("extractive", settings, embedder)
     questions = [q for q in load_questions(args.questions) if q.answerable]
     stored = set(store.documents())
@@ -50,8 +50,8 @@ def main() -> None:
             continue
         started = time.perf_counter()
         with disable_run_logger():  # the tasks' logic, outside a run
-            candidates = retrieve_candidates.fn(q.question, store, embedder, documents, settings.candidates)
-            evidence = select_evidence.fn(q.question, candidates, reranker, settings.evidence)
+            candidates = retrieve_candidates.fn(q.question, store, embedder, documents, settings.summarize.candidates)
+            evidence = select_evidence.fn(q.question, candidates, reranker, settings.summarize.evidence)
             section = write_part.fn("Summary", q.question, evidence, synthesizer)
         seconds.append(time.perf_counter() - started)
         rates.append(bool(section.sentences))

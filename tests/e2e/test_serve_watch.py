@@ -249,7 +249,7 @@ def test_runs_get_absolute_settings_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.chdir("/")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert Settings().corpus == tmp_path / "c" and Settings().chunk_tokens == 64
+    assert Settings().ingest.corpus == tmp_path / "c" and Settings().chunking.chunk_tokens == 64
 
 
 @pytest.mark.parametrize("command", [["serve"], ["watch"]])

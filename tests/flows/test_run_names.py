@@ -99,13 +99,16 @@ def test_summarize_task_runs_name_their_query_and_log_counts(runs):
 
     retrieved = the_line(named[f"retrieve {QUESTION}"], r"candidates")
     found = re.fullmatch(r"(\d+) candidates \((\d+) by vector, (\d+) by text\), \d+\.\d\d s", retrieved)
-    assert found and settings.evidence < int(found[1]) <= settings.candidates, retrieved
+    assert found and settings.summarize.evidence < int(found[1]) <= settings.summarize.candidates, retrieved
     assert int(found[2]) > 0 and int(found[3]) > 0, retrieved  # the question's words are in the agreement
     reranked = the_line(named[f"rerank {QUESTION}"], r"evidence")
-    assert re.fullmatch(rf"{settings.evidence} evidence of {found[1]} candidates, \d+\.\d\d s", reranked), reranked
+    assert re.fullmatch(rf"{settings.summarize.evidence} evidence of {found[1]} candidates, \d+\.\d\d s", reranked), (
+        reranked
+    )
     written = the_line(named["synthesize Summary"], r"sentences")
     assert re.fullmatch(
-        rf"[1-9]\d* sentences citing [1-9]\d* of {settings.evidence} evidence, 0 removed, \d+\.\d\d s", written
+        rf"[1-9]\d* sentences citing [1-9]\d* of {settings.summarize.evidence} evidence, 0 removed, \d+\.\d\d s",
+        written,
     )
 
 
@@ -113,7 +116,7 @@ def test_maintenance_task_runs_name_the_store_and_log_rows_and_bytes(runs):
     settings, _, states = runs
     named = task_runs(states["maintain"], expected=4)  # describe-store before and after, plan-vector-index, compact
 
-    store = settings.db
+    store = settings.store.db
     assert set(named) == {f"describe-store {store}", f"plan-vector-index {store}", f"compact {store}"}, sorted(named)
     described = [line for line in named[f"describe-store {store}"] if " rows, " in line]  # one per run
     assert len(described) == 2, described

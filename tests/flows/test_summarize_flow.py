@@ -71,18 +71,18 @@ def test_termination_question_cites_the_termination_pages_and_nothing_unrelated(
 def test_run_record_keeps_candidates_evidence_and_attempts_apart(ingested):
     settings, _ = ingested
     summary = summarize(settings, "When must invoices be paid?")
-    record = json.loads((settings.runs_dir / f"{summary.run_id}.json").read_text())
+    record = json.loads((settings.summarize.runs_dir / f"{summary.run_id}.json").read_text())
 
     (part,) = record["parts"]
     candidate_ids = [c["chunk_id"] for c in part["candidates"]]
     evidence_ids = [e["chunk_id"] for e in part["evidence"]]
-    assert 0 < len(evidence_ids) <= settings.evidence < len(candidate_ids) <= settings.candidates
+    assert 0 < len(evidence_ids) <= settings.summarize.evidence < len(candidate_ids) <= settings.summarize.candidates
     assert set(evidence_ids) <= set(candidate_ids)
     assert [c["rank"] for c in part["candidates"]] == sorted(c["rank"] for c in part["candidates"])
     assert part["attempts"][0]["raw_output"] and part["attempts"][0]["validation"]
     for label, citation in record["citations"].items():
         assert citation["chunk_id"] in evidence_ids, label
-    assert record["settings"]["evidence"] == settings.evidence
+    assert record["settings"]["evidence"] == settings.summarize.evidence
 
 
 def test_topic_brief_has_five_to_eight_cited_sections(ingested):
@@ -105,7 +105,7 @@ def test_exhaustive_mode_reaches_every_section(ingested):
     titles = {part.section.title for part in summary.parts}
     assert top_sections <= titles, top_sections - titles
     assert summary.metrics["coverage"] == 1.0
-    stored = len(LanceStore.open(settings.db).chunk_rows(f"document_id = '{AGREEMENT}'"))
+    stored = len(LanceStore.open(settings.store.db).chunk_rows(f"document_id = '{AGREEMENT}'"))
     assert summary.metrics["candidates"] == stored  # every chunk was read
 
 
@@ -131,10 +131,13 @@ def metrics_run_of(found, summary: Summary):
 
 def test_cli_json_shape_and_unknown_document_exit_code(ingested, monkeypatch):
     settings, _ = ingested
-    for name, value in {"CITESUM_RUNS_DIR": settings.runs_dir, "CITESUM_OLLAMA_HOST": settings.ollama_host}.items():
+    for name, value in {
+        "CITESUM_RUNS_DIR": settings.summarize.runs_dir,
+        "CITESUM_OLLAMA_HOST": settings.summarize.ollama_host,
+    }.items():
         monkeypatch.setenv(name, str(value))
     runner = CliRunner()
-    result = runner.invoke(app, ["summarize", "How long is the notice period?", "--db", settings.db, "--json"])
+    result = runner.invoke(app, ["summarize", "How long is the notice period?", "--db", settings.store.db, "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert set(payload) == {
@@ -147,7 +150,7 @@ def test_cli_json_shape_and_unknown_document_exit_code(ingested, monkeypatch):
         set(c) == {"chunk_id", "document_id", "source", "page_start", "page_end"} for c in payload["citations"].values()
     )
 
-    missing = runner.invoke(app, ["summarize", "x", "--doc", "nope.pdf", "--db", settings.db])
+    missing = runner.invoke(app, ["summarize", "x", "--doc", "nope.pdf", "--db", settings.store.db])
     assert missing.exit_code == 2 and "nope.pdf" in missing.output
 
 
@@ -197,7 +200,7 @@ def test_cli_eval_ingests_and_reports_retrieval_figures(ingested, tmp_path):
     questions.write_text("\n".join(json.dumps(line) for line in lines))
 
     result = CliRunner().invoke(
-        app, ["eval", str(questions), "--pdfs", str(settings.corpus), "--db", settings.db, "--json"]
+        app, ["eval", str(questions), "--pdfs", str(settings.ingest.corpus), "--db", settings.store.db, "--json"]
     )
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)

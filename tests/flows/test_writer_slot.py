@@ -69,4 +69,4 @@ def test_ingestion_with_a_leaked_slot_fails_each_document_by_name_and_stores_not
     (outcome,) = state.result(raise_on_failure=False).outcomes
     assert outcome.document_id == "agreement.pdf" and outcome.status == "failed"
     assert "writing agreement.pdf: the citesum-writer slot stayed taken for 3 s" in outcome.error
-    assert LanceStore.open(settings.db).documents() == {}
+    assert LanceStore.open(settings.store.db).documents() == {}

@@ -3,8 +3,8 @@
 Requests go through the ``ollama`` client (0.6.3). Connection errors, timeouts, 429
 and 5xx answers are retried with exponential backoff, honouring ``Retry-After``;
 other 4xx answers (404: model not installed) fail at once, since trying again
-cannot help. After the last retry a ``TransientError`` is raised, so the task
-level (Prefect) may still try later.
+cannot help. After the last retry a ``TransientError`` is raised. These are the
+only retries of an LLM call: the summarization tasks around it do not retry.
 
 Each request asks for JSON of ``ANSWER_SCHEMA`` (``format``) and for no reasoning
 (``think=False``); a server that rejects the think flag is asked again without it,
@@ -145,7 +145,7 @@ class OllamaSynthesizer:
         self.context_tokens = context_tokens
         self.max_output_tokens = max_output_tokens  # num_predict: a model that rambles stops instead of timing out
         self.backoff_seconds = backoff_seconds
-        self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts (task-level retry)
+        self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts at once
         self.name = f"ollama:{model}"
         self._client = _client(self.host, timeout)
         self._think: dict[str, bool] = {"think": False}  # emptied once a server rejects the flag
@@ -153,12 +153,12 @@ class OllamaSynthesizer:
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> OllamaSynthesizer:
         return cls(
-            model=settings.ollama_model,
-            host=settings.ollama_host,
-            timeout=settings.ollama_timeout_seconds,
-            retries=settings.ollama_retries,
-            context_tokens=settings.ollama_context_tokens,
-            max_output_tokens=settings.ollama_max_output_tokens,
+            model=settings.summarize.ollama_model,
+            host=settings.summarize.ollama_host,
+            timeout=settings.summarize.ollama_timeout_seconds,
+            retries=settings.summarize.ollama_retries,
+            context_tokens=settings.summarize.ollama_context_tokens,
+            max_output_tokens=settings.summarize.ollama_max_output_tokens,
             **kwargs,
         )
 

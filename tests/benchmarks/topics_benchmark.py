@@ -1,0 +1,97 @@
+"""Do heading topics stay in their sections, and does any sentence repeat? Measured on the sample corpus.
+
+The sample corpus (data/sample_corpus.py) is written and ingested into a temporary store, then a
+topic brief (no question, extractive synthesizer) of each document is run through the flow. Per
+document and in total:
+
+- ``own_section_share``: of the chunks cited by heading topics, the share that lie in one of the
+  topic's own top-level sections (a topic's title lists its sections, joined by "; ");
+- ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
+  case-insensitive), counting each repeat after the first.
+
+Prints JSON.
+
+    python tests/benchmarks/topics_benchmark.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_sample_corpus():
+    spec = importlib.util.spec_from_file_location("sample_corpus", ROOT / "data" / "sample_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sample_corpus"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def repeated_sentences(texts) -> int:
+    """How many sentences repeat one earlier in the same summary (whitespace and case aside)."""
+    from citesum.tasks.text import normalize_space
+
+    counts = Counter(normalize_space(t).lower() for t in texts)
+    return sum(n - 1 for n in counts.values())
+
+
+def measure(summary, rows) -> dict:
+    """Own-section share of the heading topics' citations and repeated sentences of one summary."""
+    from citesum.tasks.summarize.topics import document_titles, top_section
+
+    titles = document_titles(rows)
+    section_of = {r["chunk_id"]: top_section(r, titles).title for r in rows}
+    own = cited = 0
+    for part in summary.parts:
+        wanted = set(part.section.title.split("; "))
+        by_label = {e.label: e.chunk_id for e in part.section.evidence}
+        chunks = {by_label[label] for s in part.section.sentences for label in s.citations}
+        cited += len(chunks)
+        own += sum(section_of[c] in wanted for c in chunks)
+    texts = [s.text for part in summary.parts for s in part.section.sentences]
+    return {"cited_chunks": cited, "own_section": own, "repeated_sentences": repeated_sentences(texts)}
+
+
+def main() -> None:
+    from prefect.testing.utilities import prefect_test_harness
+
+    from citesum.flows.ingest import run_ingest
+    from citesum.flows.summarize import run_summarize
+    from citesum.tasks.settings import Settings
+    from citesum.tasks.store.lance import LanceStore
+    from citesum.tasks.summarize.tasks import chunk_rows
+    from citesum.tasks.summarize.topics import topics_from_headings
+
+    root = Path(tempfile.mkdtemp(prefix="citesum-topics-"))
+    load_sample_corpus().write_sample_corpus(root / "corpus")
+    settings = Settings(
+        corpus=root / "corpus", db=str(root / "db"), runs_dir=root / "runs", ollama_host="http://127.0.0.1:9"
+    )
+    results: dict[str, dict] = {}
+    with prefect_test_harness(server_startup_timeout=120):
+        assert run_ingest(None, settings).is_completed()
+        store = LanceStore(settings.db)
+        for document in sorted(store.documents()):
+            state = run_summarize(None, [document], "topics", "extractive", settings)
+            summary = state.result()
+            rows = chunk_rows(store, (document,))
+            origin = "headings" if topics_from_headings(rows) else "clusters"
+            results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows)}
+    heading = [r for r in results.values() if r["origin"] == "headings"]
+    own, cited = sum(r["own_section"] for r in heading), sum(r["cited_chunks"] for r in heading)
+    total = {
+        "own_section_share": round(own / cited, 3) if cited else None,
+        "repeated_sentences": sum(r["repeated_sentences"] for r in results.values()),
+    }
+    print(json.dumps({"documents": results, "total": total}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -26,10 +26,13 @@ _ABBREVIATIONS = frozenset(
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
 _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
 _LINE_END = re.compile(r"\n")
+_ENUMERATION = re.compile(r"(?<=\s)\((?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})\)(?=\s)")  # "(a)", "(iv)", "(2)"
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 
 
-def split_sentences(text: str, *, clauses: bool = False, lines: bool = False) -> list[tuple[int, int]]:
+def split_sentences(
+    text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False
+) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text``, trimmed of whitespace.
 
     Together the spans hold every non-whitespace character. A period after an
@@ -40,20 +43,25 @@ def split_sentences(text: str, *, clauses: bool = False, lines: bool = False) ->
     next. Retrieval splits a question this way, so that its request and its topics are
     searched apart: "...as of FY2018: what is ...", "...in 2023? round your answer...".
     ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
+    ``enumerations``: an item marker such as "(a)", "(iv)" or "(2)" after whitespace starts a
+    piece, so a long contract sentence can be quoted item by item.
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
     if clauses:
         cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
     if lines:
         cuts.update(m.end() for m in _LINE_END.finditer(text))
+    if enumerations:
+        cuts.update(m.start() for m in _ENUMERATION.finditer(text))
     ordered = sorted(cuts)
     bounds = zip([0, *ordered], [*ordered, len(text)], strict=True)
     return [span for start, end in bounds if (span := _trim(text, start, end))]
 
 
-def sentences(text: str, *, clauses: bool = False, lines: bool = False) -> list[str]:
+def sentences(text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False) -> list[str]:
     """The sentences of ``text`` as strings (see ``split_sentences``)."""
-    return [text[start:end] for start, end in split_sentences(text, clauses=clauses, lines=lines)]
+    spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations)
+    return [text[start:end] for start, end in spans]
 
 
 def _ends_sentence(match: re.Match[str]) -> bool:

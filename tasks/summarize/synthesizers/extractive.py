@@ -3,7 +3,9 @@
 It never writes text of its own. For each request it picks the sentences that
 are most relevant to the instruction and most central to the evidence, skipping
 near-repeats and sentences far less relevant than the best, and cites the chunk
-each came from.
+each came from. A sentence over ``MAX_WORDS`` (common in contracts) is quoted by
+its clauses instead: verbatim spans split at ";", ":" and item markers such as
+"(a)", each a candidate of its own; a clause still over the cap is left out.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.text import normalize_space, split_sentences, tokens
+from citesum.tasks.text import normalize_space, sentences, split_sentences, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
-MAX_WORDS = 80  # longer "sentences" are run-on table rows or lists flattened by extraction
+MAX_WORDS = 80  # longer "sentences" are split into clauses: run-on table rows, lists, contract clauses
 RELEVANCE_WEIGHT = 0.7  # against centrality: the instruction matters more than the evidence's own centre
 CHUNK_WEIGHT = 0.5  # of a sentence's relevance that comes from its chunk's rerank score (the rest: its own)
 REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
@@ -44,13 +46,25 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.candidate.chunk.text
         for start, end in split_sentences(text):
-            sentence = normalize_space(text[start:end])
-            words = sum(not t[0].isdigit() for t in tokens(sentence))
-            if not MIN_WORDS <= words <= MAX_WORDS or sentence.lower() in seen:
-                continue
-            seen.add(sentence.lower())
-            found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
+            for sentence in quotable(normalize_space(text[start:end])):
+                if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS or sentence.lower() in seen:
+                    continue
+                seen.add(sentence.lower())
+                found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
     return found
+
+
+def word_count(sentence: str) -> int:
+    return sum(not t[0].isdigit() for t in tokens(sentence))
+
+
+def quotable(sentence: str) -> list[str]:
+    """The sentence itself, or, when it is over the word cap, its clauses (verbatim spans)."""
+    if word_count(sentence) <= MAX_WORDS:
+        return [sentence]
+    pieces = sentences(sentence, clauses=True, enumerations=True)
+    # A clause's closing ";" or ":" joins it to the next one: dropped, the span stays verbatim.
+    return [piece.rstrip(";:, ") for piece in pieces]
 
 
 class ExtractiveSynthesizer:
@@ -86,7 +100,8 @@ class ExtractiveSynthesizer:
         similarity = rows @ rows.T
         centrality = (similarity.sum(axis=1) - 1.0) / max(len(pool) - 1, 1)
         # A sentence of a chunk the reranker judged weak needs to be very relevant on its own.
-        own = rows @ query
+        # Clipped at 0: a negative cosine is no relevance, and would turn the floor below upside down.
+        own = np.clip(rows @ query, 0.0, None)
         prior = np.array([s.prior for s in pool])
         relevance = (1 - CHUNK_WEIGHT) * own / max(float(own.max()), 1e-6) + CHUNK_WEIGHT * prior
         score = RELEVANCE_WEIGHT * relevance + (1 - RELEVANCE_WEIGHT) * centrality

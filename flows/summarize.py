@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from prefect import flow, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -12,7 +14,14 @@ from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize import metrics
 from citesum.tasks.summarize.rerank import load_reranker
 from citesum.tasks.summarize.runs import new_run_id, run_record, write_run
-from citesum.tasks.summarize.summary import Summary, SummaryPart, candidate_rows, evidence_rows, failure_warnings
+from citesum.tasks.summarize.summary import (
+    Summary,
+    SummaryPart,
+    candidate_rows,
+    evidence_rows,
+    failure_warnings,
+    without_repeats,
+)
 from citesum.tasks.summarize.tasks import (
     choose_mode,
     choose_synthesizer,
@@ -52,9 +61,12 @@ def summarize(
     if mode == "exhaustive":
         parts = every_section(store, document_ids, synthesizer, fallback, embedder)
     else:
-        plan = [("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
+        plan = (
+            [Step("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
+        )
         reranker = load_reranker(settings.summarize.reranker, embedder)
         parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, fallback, settings)
+    parts = without_repeats(parts)
 
     figures = metrics.summary_metrics(mode, parts)
     summary = Summary(
@@ -66,29 +78,37 @@ def summarize(
         synthesizer_reason=synth_reason,
         parts=parts,
         metrics=figures,
-        warnings=failure_warnings(mode, parts, figures["coverage"]),
+        warnings=failure_warnings(parts, metrics.collapse_warning(mode, parts)),
     )
     path = write_run(run_record(summary, settings), settings.summarize.runs_dir)
     publish_summary(summary, path)
     return summary
 
 
-Plan = list[tuple[str, str, tuple[str, ...]]]  # (section title, query, documents searched)
+class Step(NamedTuple):
+    """One part of a retrieved summary: its title, what is searched, and where."""
+
+    title: str
+    query: str
+    documents: tuple[str, ...]
+    own: tuple[str, ...] = ()  # a topic's own chunks, searched first
+    short: bool = False  # its own chunks are too few: the rest of its documents are searched too
 
 
-def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | None) -> Plan:
-    return [(t.title, combine(focus, t), t.document_ids) for t in find_topics(store, document_ids)]
+def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | None) -> list[Step]:
+    topics = find_topics(store, document_ids)
+    return [Step(t.title, combine(focus, t), t.document_ids, t.chunk_ids, t.short) for t in topics]
 
 
 def retrieved_parts(
-    plan: Plan, store, embedder, reranker, synthesizer, fallback, settings: Settings
+    plan: list[Step], store, embedder, reranker, synthesizer, fallback, settings: Settings
 ) -> list[SummaryPart]:
     """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation (and fallback)."""
-    titles, queries, scopes = (list(column) for column in zip(*plan, strict=True)) if plan else ([], [], [])
+    titles, queries, scopes, owns, shorts = (list(c) for c in zip(*plan, strict=True)) if plan else ([],) * 5
     candidates = retrieve_candidates.map(
-        queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates
+        queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates, owns, shorts
     )
-    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence)
+    evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
     sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback))
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)

@@ -146,7 +146,7 @@ def test_prose_think_blocks_and_echoed_prompt_lines_are_not_removed_one_by_one(f
     ]
     assert [s.text for s in section.removed] == ["Late payments carry interest."]
     assert "1 sentence removed as unsupported; see the run record" in failure_warnings(
-        "query", [SummaryPart(section, "q", ())], 1.0
+        [SummaryPart(section, "q", ())], None
     )
 
 
@@ -181,7 +181,7 @@ def test_sentences_failing_twice_fall_back_marked_in_the_summary_and_the_run_rec
     ]
 
     summary = summary_of(section)
-    summary.warnings = failure_warnings("topics", summary.parts, 1.0)
+    summary.warnings = failure_warnings(summary.parts, None)
     assert summary.warnings == [
         f"{EXTRACTIVE_FALLBACK}; verbatim evidence sentences instead in: Termination",
         "2 sentences removed as unsupported; see the run record",
@@ -198,7 +198,7 @@ def test_without_a_fallback_a_section_failing_twice_ends_empty_with_the_warning(
     fake_ollama.script(Reply(content=WRONG), Reply(content=WRONG))
     section = write_section("Termination", "termination notice", EVIDENCE, ollama(fake_ollama))
     assert section.sentences == () and section.fallback is None and section.warning == LIMITED_COVERAGE
-    warnings = failure_warnings("topics", summary_of(section).parts, 1.0)
+    warnings = failure_warnings(summary_of(section).parts, None)
     assert warnings == [LIMITED_COVERAGE, "2 sentences removed as unsupported; see the run record"]
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from citesum.tasks.summarize.topics import (
     MAX_TOPICS,
     characteristic_terms,
-    sections,
+    section_rows,
     topics_from_clusters,
     topics_from_headings,
 )
@@ -17,7 +17,8 @@ SECTIONS = [f"{n} Section {n}" for n in range(1, 14)]
 
 def rows(headings: list[str], document_id: str = "agreement.pdf") -> list[dict]:
     return [
-        {"document_id": document_id, "heading": h, "ordinal": i, "text": f"text {i}"} for i, h in enumerate(headings)
+        {"chunk_id": f"k{i}", "document_id": document_id, "heading": h, "ordinal": i, "text": f"the text of part {i}"}
+        for i, h in enumerate(headings)
     ]
 
 
@@ -34,12 +35,15 @@ def test_document_title_is_skipped_and_every_section_lands_in_one_topic():
 
 def test_few_sections_give_no_heading_topics():
     assert topics_from_headings(rows(["1 Intro", "2 Body", "2 Body", "3 End"])) == []
-    assert [k.title for k, _ in sections(rows(["", "1 Intro"]))] == ["(front matter)", "1 Intro"]
+    assert [k.title for k in section_rows(rows(["", "1 Intro"]))] == ["(front matter)", "1 Intro"]
 
 
 def test_clusters_are_named_by_their_characteristic_terms():
     texts = ["invoice payment fee invoice"] * 6 + ["termination notice breach notice"] * 6
-    data = [{"document_id": "d.pdf", "heading": "", "ordinal": i, "text": t} for i, t in enumerate(texts)]
+    data = [
+        {"chunk_id": f"k{i}", "document_id": "d.pdf", "heading": "", "ordinal": i, "text": t}
+        for i, t in enumerate(texts)
+    ]
     vectors = (
         np.array([[1.0, 0.0] if "invoice" in t else [0.0, 1.0] for t in texts]) + np.linspace(0, 0.01, 12)[:, None]
     )

@@ -6,7 +6,10 @@ synthesizer's context) into cited points; reduce merges batches of points
 recursively until the section fits, keeping citations through every pass. A batch
 that does not shrink is split in two and merged again; a single point that cannot
 shrink is kept as it is, and a pass that makes no progress ends the loop, so it
-always ends. The final merge is validated like any section, with the same fallback.
+always ends. The final merge is validated like any section, with the same fallback. A
+section that yields no sentence, without any being removed as unsupported, says
+``NOTHING_BEARS`` instead of ending empty; coverage counts it apart from a failure
+(see ``metrics``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from citesum.tasks.summarize.validate import validate
 BATCH_SHARE = 0.6  # of the synthesizer's context, for the evidence or points of one call
 POINTS_PER_CHUNK = 2  # what map asks for per chunk of a batch
 SECTION_SENTENCES = 5  # what reduce aims for per section
+NOTHING_BEARS = "Nothing in this section bears on the request."
 
 
 def batches(items: Sequence, cost: Callable[[object], int], budget: int) -> list[list]:
@@ -51,7 +55,7 @@ def summarize_section(
     points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.chunk.text), budget)
     points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
     request = MergeRequest(_instruction(title), tuple(points), SECTION_SENTENCES)
-    return validated_section(
+    section = validated_section(
         title,
         evidence,
         lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
@@ -64,6 +68,9 @@ def summarize_section(
         if fallback
         else None,
     )
+    if section.sentences or section.removed:
+        return section
+    return replace(section, sentences=(CitedSentence(NOTHING_BEARS, ()),))
 
 
 def map_points(

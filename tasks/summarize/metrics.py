@@ -8,8 +8,18 @@ citation rate
 coverage
     topics mode: share of topics with at least one validly cited sentence.
     exhaustive mode: share of the top-level sections of the chosen documents with at
-    least one validly cited sentence citing a chunk of that section.
+    least one validly cited sentence citing a chunk of that section; a part holding only
+    a title or a few words is no section (see ``topics.is_section``), and a section the
+    summary says nothing bears on (counted as ``not_bearing``) is left out, not a failure.
     query mode: share of the selected evidence that the summary cites.
+coverage collapse (a warning): the summary truly leaves its evidence unused.
+    query mode: it cites none of its evidence and does not say the evidence does not
+    answer. A short answer citing one or two passages is an answer, not a collapse: the
+    evidence is what retrieval proposed, not what the question needs.
+    topics mode: under half of the topics are covered, or the topics cite under a quarter
+    of the evidence selected for them (all of it was chosen for its topic: a section citing
+    1 of 8 leaves it unused).
+    exhaustive mode: under half of the sections are covered.
 """
 
 from __future__ import annotations
@@ -40,6 +50,17 @@ def topic_coverage(sections: Sequence[Section]) -> float:
     return sum(bool(cited_chunk_ids(s)) for s in sections) / len(sections)
 
 
+def bears_nothing(section: Section) -> bool:
+    """The section says that nothing in it bears on the request: it has sentences, none citing."""
+    return bool(section.sentences) and not any(s.citations for s in section.sentences)
+
+
+def section_coverage(sections: Sequence[Section]) -> float:
+    """Exhaustive mode: topic coverage over the sections that something bears on (1.0 if none does)."""
+    bearing = [s for s in sections if not bears_nothing(s)]
+    return topic_coverage(bearing) if bearing or not sections else 1.0
+
+
 def evidence_coverage(sections: Sequence[Section]) -> float:
     """Share of the selected evidence (distinct chunks) that the summary cites."""
     selected = {e.chunk_id for s in sections for e in s.evidence}
@@ -53,12 +74,40 @@ def summary_metrics(mode: str, parts: Sequence[SummaryPart]) -> dict[str, float 
     """The metrics recorded with every run; which coverage applies depends on the mode."""
     sections = [part.section for part in parts]
     # Exhaustive mode writes one section per top-level section of the documents.
-    coverage = evidence_coverage(sections) if mode == "query" else topic_coverage(sections)
+    coverage = {"query": evidence_coverage, "exhaustive": section_coverage}.get(mode, topic_coverage)(sections)
     return {
         "coverage": round(coverage, 4),
+        "not_bearing": sum(bears_nothing(s) for s in sections),
         "citation_rate": round(citation_rate(sections), 4),
         "candidates": len({c.chunk.chunk_id for part in parts for c in part.candidates}),
         "evidence": len({e.chunk_id for s in sections for e in s.evidence}),
         "sentences": sum(len(s.sentences) for s in sections),
         "removed": sum(len(s.removed) for s in sections),
     }
+
+
+# Under these shares the summary is reported as a coverage collapse (see the module docstring).
+COLLAPSE = 0.5  # of the topics or sections covered
+EVIDENCE_UNUSED = 0.25  # of a topic brief's evidence cited
+
+
+def collapse_warning(mode: str, parts: Sequence[SummaryPart]) -> str | None:
+    """The coverage-collapse warning, or None when the summary uses its evidence."""
+    sections = [part.section for part in parts]
+    if not sections:
+        return None
+    if mode == "query":
+        abstains = any(is_not_stated(s) for section in sections for s in section.sentences)
+        used = evidence_coverage(sections)
+        return None if used > 0 or abstains else _collapse(used, "of the selected evidence")
+    if mode == "exhaustive":
+        covered = section_coverage(sections)
+        return _collapse(covered, "of the sections") if covered < COLLAPSE else None
+    if (covered := topic_coverage(sections)) < COLLAPSE:
+        return _collapse(covered, "of the topics")
+    used = evidence_coverage(sections)
+    return _collapse(used, "of the selected evidence") if used < EVIDENCE_UNUSED else None
+
+
+def _collapse(share: float, what: str) -> str:
+    return f"Coverage collapse: only {share:.0%} {what} is cited"

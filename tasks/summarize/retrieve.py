@@ -105,6 +105,17 @@ def document_filter(document_ids: Sequence[str] | None) -> str | None:
     return f"document_id IN ({', '.join(map(sql_string, document_ids))})"
 
 
+def chunk_filter(chunk_ids: Sequence[str], *, exclude: bool = False) -> str:
+    """SQL filter to these chunks (or, with ``exclude``, to every other chunk)."""
+    return f"chunk_id {'NOT IN' if exclude else 'IN'} ({', '.join(map(sql_string, chunk_ids))})"
+
+
+def both(*filters: str | None) -> str | None:
+    """The filters joined with AND; None when there is none."""
+    kept = [f"({f})" for f in filters if f]
+    return " AND ".join(kept) or None
+
+
 RRF_CONSTANT = 60  # the usual constant of reciprocal-rank fusion (Cormack et al., 2009); not tuned here
 
 
@@ -195,11 +206,20 @@ def pool_depth(k: int) -> int:
 
 
 def retrieve(
-    store: LanceStore, embedder: Embedder, query: str, *, k: int, document_ids: Sequence[str] | None = None
+    store: LanceStore,
+    embedder: Embedder,
+    query: str,
+    *,
+    k: int,
+    document_ids: Sequence[str] | None = None,
+    where: str | None = None,
 ) -> list[Candidate]:
-    """The ``k`` best chunks for ``query`` in these documents (None = all), best first."""
+    """The ``k`` best chunks for ``query`` in these documents (None = all), best first.
+
+    ``where``: a further SQL filter, e.g. ``chunk_filter`` to search one section's chunks.
+    """
     views = query_views(query)
-    where = document_filter(document_ids)
+    where = both(document_filter(document_ids), where)
     depth = pool_depth(k)
     vectors = embed_queries(embedder, views.dense)
     dense = [store.search_vector(v, k=depth, where=where) for v in vectors]

@@ -6,13 +6,13 @@ in order of first citation, so a chunk cited by two sections has one label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from citesum.tasks.records import to_json
 from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE
-from citesum.tasks.text import evidence_label
+from citesum.tasks.text import evidence_label, normalize_space
 
 QUERY_CAVEAT = (
     "Retrieval is not proof of coverage: this summary covers the passages most relevant to the question, "
@@ -106,6 +106,28 @@ class Summary:
         }
 
 
+def without_repeats(parts: list[SummaryPart]) -> list[SummaryPart]:
+    """Each cited sentence once per summary: one already in an earlier part is dropped from later ones.
+
+    Sentences are compared whitespace-normalised and case-insensitively. Sentences that cite
+    nothing (such as "Not stated in the evidence.") are statements about a part, kept in each.
+    """
+    seen: set[str] = set()
+    kept = []
+    for part in parts:
+        fresh = []
+        for sentence in part.section.sentences:
+            key = normalize_space(sentence.text).lower()
+            if sentence.citations and key in seen:
+                continue
+            seen.add(key)
+            fresh.append(sentence)
+        if len(fresh) < len(part.section.sentences):
+            part = replace(part, section=replace(part.section, sentences=tuple(fresh)))
+        kept.append(part)
+    return kept
+
+
 def _reference(citation: Citation, links: bool) -> str:
     text = f"{citation.document_id} {citation.pages}"
     return f"[{text}]({citation.source}#page={citation.page_start})" if links else f"[{text}]"
@@ -113,13 +135,10 @@ def _reference(citation: Citation, links: bool) -> str:
 
 FALLBACK_NOTE = "The generated sentences failed validation twice: these are verbatim evidence sentences."
 
-# Coverage under these is reported as coverage collapse. A query summary of at most five
-# sentences cannot cite all eight pieces of evidence, so its floor is lower.
-COLLAPSE = {"query": 0.25, "topics": 0.5, "exhaustive": 0.5}
 
-
-def failure_warnings(mode: str, parts: list[SummaryPart], coverage: float) -> list[str]:
-    """Named failure modes, made visible: retrieval miss, unverifiable citations, coverage collapse."""
+def failure_warnings(parts: list[SummaryPart], collapse: str | None) -> list[str]:
+    """Named failure modes, made visible: retrieval miss, unverifiable citations, coverage collapse
+    (``metrics.collapse_warning``)."""
     warnings = [f"Retrieval miss: nothing was retrieved for {p.query!r}" for p in parts if not p.candidates]
     if any(p.section.warning == LIMITED_COVERAGE for p in parts):
         warnings.append(LIMITED_COVERAGE)
@@ -130,10 +149,7 @@ def failure_warnings(mode: str, parts: list[SummaryPart], coverage: float) -> li
         warnings.append(
             f"{removed} {'sentence' if removed == 1 else 'sentences'} removed as unsupported; see the run record"
         )
-    if parts and coverage < COLLAPSE[mode]:
-        what = {"query": "of the selected evidence", "topics": "of the topics", "exhaustive": "of the sections"}[mode]
-        warnings.append(f"Coverage collapse: only {coverage:.0%} {what} is cited")
-    return warnings
+    return warnings + ([collapse] if collapse else [])
 
 
 def candidate_rows(summary: Summary) -> list[dict]:

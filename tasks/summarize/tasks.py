@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from prefect import get_client, get_run_logger, task
@@ -26,18 +27,11 @@ from citesum.tasks.summarize import mapreduce
 from citesum.tasks.summarize.compose import Section, write_section
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.rerank import Reranker
-from citesum.tasks.summarize.retrieve import candidate_of, document_filter, retrieve
+from citesum.tasks.summarize.retrieve import candidate_of, chunk_filter, document_filter, retrieve
 from citesum.tasks.summarize.synthesizers.base import Synthesizer
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
-from citesum.tasks.summarize.topics import (
-    Topic,
-    document_titles,
-    sections,
-    top_section,
-    topics_from_clusters,
-    topics_from_headings,
-)
+from citesum.tasks.summarize.topics import Topic, section_rows, topics_from_clusters, topics_from_headings
 from citesum.tasks.text import evidence_label
 
 MODES = ("auto", "query", "topics", "exhaustive")
@@ -141,10 +135,16 @@ def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]
     retry_condition_fn=retry_transient,
 )
 def retrieve_candidates(
-    query: str, store: LanceStore, embedder: Embedder, document_ids: tuple[str, ...], k: int
+    query: str,
+    store: LanceStore,
+    embedder: Embedder,
+    document_ids: tuple[str, ...],
+    k: int,
+    own: tuple[str, ...] = (),
+    short: bool = False,
 ) -> list[Candidate]:
     started = time.perf_counter()
-    candidates = retrieve(store, embedder, query, k=k, document_ids=document_ids)
+    candidates = own_first_candidates(store, embedder, query, document_ids, k, own, short)
     by_vector = sum(c.dense_rank is not None for c in candidates)
     by_text = sum(c.lexical_rank is not None for c in candidates)
     get_run_logger().info(
@@ -153,10 +153,47 @@ def retrieve_candidates(
     return candidates
 
 
+def own_first_candidates(
+    store: LanceStore,
+    embedder: Embedder,
+    query: str,
+    document_ids: tuple[str, ...],
+    k: int,
+    own: tuple[str, ...] = (),
+    short: bool = False,
+) -> list[Candidate]:
+    """A topic's candidates: from its own chunks (all documents' when it has none), then, only when
+    those are short, from the rest of its documents, ranked after them."""
+    if not own:
+        return retrieve(store, embedder, query, k=k, document_ids=document_ids)
+    first = retrieve(store, embedder, query, k=k, document_ids=document_ids, where=chunk_filter(own))
+    if not short or len(first) >= k:
+        return first
+    rest = retrieve(
+        store, embedder, query, k=k - len(first), document_ids=document_ids, where=chunk_filter(own, exclude=True)
+    )
+    return [replace(c, rank=i) for i, c in enumerate(first + rest, 1)]
+
+
+def own_first_evidence(
+    query: str, candidates: Sequence[Candidate], reranker: Reranker, k: int, own: tuple[str, ...] = ()
+) -> list[Evidence]:
+    """The reranker's choice among a topic's own chunks, then among the others for the room left."""
+    mine = set(own)
+    first = [c for c in candidates if c.chunk.chunk_id in mine] if mine else list(candidates)
+    evidence = reranker.rerank(query, first, k)
+    others = [c for c in candidates if mine and c.chunk.chunk_id not in mine]
+    if others and len(evidence) < k:
+        evidence += reranker.rerank(query, others, k - len(evidence))
+    return [replace(e, label=evidence_label(i)) for i, e in enumerate(evidence, 1)]
+
+
 @task(name="rerank", task_run_name="rerank {query}", cache_policy=NO_CACHE)
-def select_evidence(query: str, candidates: list[Candidate], reranker: Reranker, k: int) -> list[Evidence]:
+def select_evidence(
+    query: str, candidates: list[Candidate], reranker: Reranker, k: int, own: tuple[str, ...] = ()
+) -> list[Evidence]:
     started = time.perf_counter()
-    evidence = reranker.rerank(query, candidates, k)
+    evidence = own_first_evidence(query, candidates, reranker, k, own)
     get_run_logger().info(
         f"{len(evidence)} evidence of {len(candidates)} candidates, {time.perf_counter() - started:.2f} s"
     )
@@ -186,16 +223,17 @@ def section_line(section: Section, seconds: float) -> str:
 
 
 def section_evidence(store: LanceStore, document_ids: tuple[str, ...]) -> dict[str, list[Evidence]]:
-    """Every chunk of the documents as evidence, grouped by top-level section in document order."""
+    """Every chunk of the documents' real sections as evidence, grouped by top-level section in
+    document order; a title-only part is no section (see ``topics.is_section``)."""
     rows = chunk_rows(store, document_ids)
-    titles = document_titles(rows)
-    grouped: dict[str, list[Evidence]] = {}
-    for key, _ in sections(rows):
-        grouped[_section_title(key, len(document_ids))] = []
-    for position, row in enumerate(rows, 1):
-        group = grouped[_section_title(top_section(row, titles), len(document_ids))]
-        group.append(Evidence(evidence_label(len(group) + 1), candidate_of(row, position, 0.0, None, None), 0.0))
-    return grouped
+    position = {row["chunk_id"]: i for i, row in enumerate(rows, 1)}
+    return {
+        _section_title(key, len(document_ids)): [
+            Evidence(evidence_label(i), candidate_of(row, position[row["chunk_id"]], 0.0, None, None), 0.0)
+            for i, row in enumerate(group, 1)
+        ]
+        for key, group in section_rows(rows).items()
+    }
 
 
 def _section_title(key, documents: int) -> str:

@@ -5,6 +5,12 @@ every chunk of the document (its title) is skipped. With at least ``MIN_TOPICS``
 sections, consecutive sections are grouped into at most ``MAX_TOPICS`` topics so
 nothing is left out; otherwise chunk embeddings are clustered and each cluster is
 named by its characteristic terms.
+
+A part that holds only its title, or fewer than ``HANDFUL`` words besides its
+headings, is not a section: it is neither a topic nor a part of an exhaustive
+summary. Each topic keeps the chunks it stands for (its sections', or its
+cluster's): its evidence is drawn from them first, and from the rest of its
+documents only when they hold fewer than ``SHORT_TOPIC_WORDS`` words.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citesum.tasks.text import content_words, split_heading
+from citesum.tasks.text import content_words, split_heading, words
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8
+HANDFUL = 5  # words besides the headings: fewer, and a part is a title or a stray line, not a section
+SHORT_TOPIC_WORDS = 60  # about three sentences: a topic with less text takes evidence from elsewhere too
 FRONT_MATTER = "(front matter)"  # text before the first heading, or under the title alone
 _NUMBERING = re.compile(r"^\s*(?:section\s+|article\s+)?[\dIVXivx]+(?:\.\d+)*[.)]?\s+", re.IGNORECASE)
 
@@ -31,6 +39,8 @@ class Topic:
     query: str  # what retrieval searches for
     document_ids: tuple[str, ...]  # retrieval is restricted to these
     origin: str  # "headings" or "clusters"
+    chunk_ids: tuple[str, ...] = ()  # its own chunks (sections or cluster): evidence comes from these first
+    short: bool = False  # its own chunks hold too little text: evidence from elsewhere may follow theirs
 
 
 @dataclass(frozen=True)
@@ -55,27 +65,49 @@ def top_section(row: Mapping, titles: Mapping[str, str]) -> SectionKey:
     return SectionKey(row["document_id"], parts[0] if parts else FRONT_MATTER)
 
 
-def sections(rows: Sequence[Mapping]) -> list[tuple[SectionKey, int]]:
-    """Top-level sections in document order, with their chunk counts."""
+def section_rows(rows: Sequence[Mapping]) -> dict[SectionKey, list[Mapping]]:
+    """The chunks of each real top-level section (see ``is_section``), in document order."""
     titles = document_titles(rows)
-    counts: Counter[SectionKey] = Counter()
+    grouped: dict[SectionKey, list[Mapping]] = {}
     for row in sorted(rows, key=lambda r: (r["document_id"], r["ordinal"])):
-        counts[top_section(row, titles)] += 1
-    return list(counts.items())
+        grouped.setdefault(top_section(row, titles), []).append(row)
+    return {key: group for key, group in grouped.items() if is_section(group)}
+
+
+def body_words(row: Mapping) -> int:
+    """Words of a chunk's text besides the headings of its path (which extraction may repeat in it)."""
+    text = row["text"]
+    for part in split_heading(row["heading"]):
+        text = text.replace(part, " ")
+    return len(words(text))
+
+
+def is_section(group: Sequence[Mapping]) -> bool:
+    """A part with text to cover: at least a handful of words besides its title."""
+    return sum(body_words(row) for row in group) >= HANDFUL
 
 
 def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     """Consecutive top-level sections grouped into at most MAX_TOPICS topics; [] if too few sections."""
-    found = [(key, n) for key, n in sections(rows) if key.title != FRONT_MATTER]
-    if len(found) < MIN_TOPICS:
+    grouped = {key: group for key, group in section_rows(rows).items() if key.title != FRONT_MATTER}
+    if len(grouped) < MIN_TOPICS:
         return []
-    return [_heading_topic(group) for group in _contiguous_groups(found, MAX_TOPICS)]
+    found = [(key, len(group)) for key, group in grouped.items()]
+    return [
+        _heading_topic(keys, [r for k in keys for r in grouped[k]]) for keys in _contiguous_groups(found, MAX_TOPICS)
+    ]
 
 
-def _heading_topic(group: Sequence[SectionKey]) -> Topic:
+def _heading_topic(group: Sequence[SectionKey], members: Sequence[Mapping]) -> Topic:
     titles = [key.title for key in group]
     query = "; ".join(_NUMBERING.sub("", t) for t in titles)
-    return Topic("; ".join(titles), query, tuple(dict.fromkeys(k.document_id for k in group)), "headings")
+    docs = tuple(dict.fromkeys(k.document_id for k in group))
+    return Topic("; ".join(titles), query, docs, "headings", *_own(members))
+
+
+def _own(members: Sequence[Mapping]) -> tuple[tuple[str, ...], bool]:
+    """A topic's own chunk ids, and whether they hold too little text to stand alone."""
+    return tuple(r["chunk_id"] for r in members), sum(body_words(r) for r in members) < SHORT_TOPIC_WORDS
 
 
 def _contiguous_groups(items: Sequence[tuple[SectionKey, int]], limit: int) -> list[list[SectionKey]]:
@@ -106,10 +138,10 @@ def topics_from_clusters(rows: Sequence[Mapping], vectors: np.ndarray) -> list[T
     members = [[row for row, label in zip(rows, labels, strict=True) if label == c] for c in range(k)]
     terms = characteristic_terms([" ".join(r["text"] for r in group) for group in members])
     topics = []
-    for group, words in zip(members, terms, strict=True):
-        if group and words:
+    for group, names in zip(members, terms, strict=True):
+        if group and names:
             docs = tuple(dict.fromkeys(r["document_id"] for r in group))
-            topics.append(Topic(", ".join(words), " ".join(words), docs, "clusters"))
+            topics.append(Topic(", ".join(names), " ".join(names), docs, "clusters", *_own(group)))
     return topics
 
 

@@ -37,3 +37,24 @@ def test_merge_keeps_points_and_their_citations(embedder):
     merged = synth.merge(MergeRequest("termination and payment", first.sentences, max_sentences=2))
     assert 0 < len(merged.sentences) <= 2
     assert set(merged.sentences) <= set(first.sentences)
+
+
+LONG = (
+    "On termination the Supplier shall return every document of the Customer within ten days; it shall "
+    "delete all copies of the Customer data held on its systems and confirm the deletion in writing; it "
+    "shall hand over the configuration of the hosted services to the new supplier named by the Customer; "
+    "and it shall (a) invoice the fees due up to the termination date and (b) refund any fees paid in "
+    "advance for services that will not be performed after the termination date takes effect."
+)
+
+
+def test_a_sentence_over_the_word_cap_is_quoted_by_its_clauses(embedder):
+    assert len(LONG.split()) > 80
+    ev = evidence(LONG, FEES)
+    synth = ExtractiveSynthesizer(embedder)
+    draft = synth.synthesize(SynthesisRequest("What must the Supplier do on termination?", tuple(ev), max_sentences=4))
+
+    quoted = [s for s in draft.sentences if s.citations == ("c1",)]
+    assert len(quoted) >= 2, draft.raw  # clauses of the long sentence, not nothing
+    assert all(s.text in LONG and len(s.text) < len(LONG) for s in quoted)
+    assert validate(draft, {e.label: e.candidate.text for e in ev}, verbatim=True).ok

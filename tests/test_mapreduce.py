@@ -56,3 +56,14 @@ def test_reduce_keeps_citations_and_fits_the_budget():
     result = reduce_points("s", points(40), synth, cost=lambda p: 10, budget=60)
     assert sum(10 for _ in result) <= 60
     assert all(p in points(40) for p in result)  # citations travel with their points
+
+
+def test_a_section_without_statements_says_nothing_in_it_bears_on_the_request(embedder):
+    from citesum.tasks.summarize.mapreduce import NOTHING_BEARS, summarize_section
+    from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+    from tests.summary_fixtures import evidence
+
+    table = evidence("Hosting | 4,500.00 | monthly", "Support | 2,750.00 | monthly")  # cells, no statement
+    section = summarize_section("Fees", table, ExtractiveSynthesizer(embedder), lambda text: len(text.split()))
+    assert [(s.text, s.citations) for s in section.sentences] == [(NOTHING_BEARS, ())]
+    assert not section.removed and section.warning is None

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from citesum.tasks.summarize.compose import Attempt, Section
 from citesum.tasks.summarize.evidence import CitedSentence, Draft
-from citesum.tasks.summarize.metrics import citation_rate, evidence_coverage, summary_metrics, topic_coverage
+from citesum.tasks.summarize.mapreduce import NOTHING_BEARS
+from citesum.tasks.summarize.metrics import (
+    citation_rate,
+    collapse_warning,
+    evidence_coverage,
+    summary_metrics,
+    topic_coverage,
+)
 from citesum.tasks.summarize.summary import SummaryPart
 from citesum.tasks.summarize.validate import validate
 from tests.summary_fixtures import evidence
@@ -47,3 +56,39 @@ def test_query_coverage_is_the_share_of_selected_evidence_cited():
     figures = summary_metrics("query", [SummaryPart(s, "q", tuple(e.candidate for e in s.evidence))])
     assert figures["coverage"] == pytest.approx(0.6667, abs=1e-4)
     assert figures["citation_rate"] == 1.0 and figures["evidence"] == 3 and figures["candidates"] == 3
+
+
+EIGHT = tuple(f"Clause {n} of the lease sets out one more obligation of the tenant." for n in range(1, 9))
+
+
+def part_citing(title: str, cited: int) -> SummaryPart:
+    ev = tuple(evidence(*EIGHT))
+    sentences = [CitedSentence(EIGHT[i], (f"c{i + 1}",)) for i in range(cited)]
+    validation = validate(Draft(tuple(sentences), ""), {e.label: e.candidate.text for e in ev}, verbatim=True)
+    s = Section(title, ev, validation.passing(), (Attempt(Draft(tuple(sentences), ""), validation),))
+    return SummaryPart(s, title, tuple(e.candidate for e in ev))
+
+
+def test_coverage_collapse_only_where_evidence_is_truly_left_unused():
+    # A short answer citing one of eight passages answers the question: no collapse.
+    assert collapse_warning("query", [part_citing("Summary", 1)]) is None
+    # A query summary citing none of its evidence does collapse.
+    assert collapse_warning("query", [part_citing("Summary", 0)]) == (
+        "Coverage collapse: only 0% of the selected evidence is cited"
+    )
+    # A topic brief whose topic cites 1 of the 8 passages chosen for it leaves them unused.
+    assert collapse_warning("topics", [part_citing("Rent", 1)]) == (
+        "Coverage collapse: only 12% of the selected evidence is cited"
+    )
+    assert collapse_warning("topics", [part_citing("Rent", 3)]) is None
+
+
+def test_an_exhaustive_section_nothing_bears_on_is_counted_apart_from_coverage():
+    nothing = part_citing("Schedule", 0)
+    nothing = SummaryPart(
+        replace(nothing.section, sentences=(CitedSentence(NOTHING_BEARS, ()),)), "Schedule", nothing.candidates
+    )
+    figures = summary_metrics("exhaustive", [part_citing("Rent", 2), nothing])
+    assert figures["coverage"] == 1.0 and figures["not_bearing"] == 1
+    failing = summary_metrics("exhaustive", [part_citing("Rent", 2), part_citing("Repairs", 0)])
+    assert failing["coverage"] == 0.5 and failing["not_bearing"] == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from citesum.tasks.errors import ConfigurationError
@@ -29,3 +31,24 @@ def test_chosen_mode_is_kept_and_query_needs_a_question():
         choose_mode(None, "query")
     with pytest.raises(ConfigurationError, match="unknown mode"):
         choose_mode("x", "everything")
+
+
+def test_a_topic_takes_evidence_from_its_own_chunks_first(embedder):
+    from citesum.tasks.summarize.rerank import LocalReranker
+    from citesum.tasks.summarize.tasks import own_first_evidence
+    from tests.summary_fixtures import candidate
+
+    texts = [
+        "Either party may terminate this agreement on thirty days notice.",
+        "Termination for breach takes effect on the date of the notice.",
+        "Fees are invoiced monthly and due within thirty days.",
+        "Termination fees are payable within thirty days of termination.",
+        "On termination each party returns the other's confidential information.",
+    ]
+    candidates = [replace(candidate(t, chunk_id=f"k{i}"), rank=i) for i, t in enumerate(texts, 1)]
+    own = ("k2", "k3")
+    chosen = own_first_evidence("termination", candidates, LocalReranker(embedder), 4, own)
+    assert [e.label for e in chosen] == ["c1", "c2", "c3", "c4"]
+    assert {e.chunk_id for e in chosen[:2]} == set(own)  # its own chunks first, however they rank
+    assert not {e.chunk_id for e in chosen[2:]} & set(own)
+    assert len(own_first_evidence("termination", candidates, LocalReranker(embedder), 4)) == 4

@@ -96,12 +96,15 @@ def test_lines_split_a_chunk_into_sentences_and_table_rows_as_the_reranker_did()
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.text(alphabet=st.sampled_from(list("aB1 .!?;:\n\"')(")) | st.characters(), max_size=200),
+    st.text(alphabet=st.sampled_from(list("aB1 .!?;:\n\"')(iv")) | st.characters(), max_size=200),
+    st.booleans(),
     st.booleans(),
     st.booleans(),
 )
-def test_sentence_spans_are_ordered_trimmed_and_cover_every_character(text: str, clauses: bool, lines: bool) -> None:
-    spans = split_sentences(text, clauses=clauses, lines=lines)
+def test_sentence_spans_are_ordered_trimmed_and_cover_every_character(
+    text: str, clauses: bool, lines: bool, enumerations: bool
+) -> None:
+    spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations)
     gaps = zip([0, *(end for _, end in spans)], [*(start for start, _ in spans), len(text)], strict=True)
     assert all(not text[a:b].strip() for a, b in gaps)  # only whitespace falls between sentences
     assert all(a < b and not text[a].isspace() and not text[b - 1].isspace() for a, b in spans)
@@ -196,4 +199,16 @@ def test_tokens_keep_figures_and_compound_words_whole():
         "lease",
         "section",
         "days",
+    ]
+
+
+def test_enumerations_start_pieces_only_when_asked():
+    text = "The Customer shall (a) pay every invoice; (b) give notice (in writing); and (iv) keep records."
+    assert sentences(text) == [text]
+    assert sentences(text, clauses=True, enumerations=True) == [
+        "The Customer shall",
+        "(a) pay every invoice;",
+        "(b) give notice (in writing);",
+        "and",
+        "(iv) keep records.",
     ]

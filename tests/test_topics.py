@@ -6,6 +6,7 @@ import numpy as np
 
 from citesum.tasks.summarize.topics import (
     MAX_TOPICS,
+    SHORT_TOPIC_WORDS,
     characteristic_terms,
     section_rows,
     topics_from_clusters,
@@ -52,3 +53,14 @@ def test_clusters_are_named_by_their_characteristic_terms():
     assert any(name.startswith("invoice") for name in names)
     assert any(name.startswith("notice") for name in names)
     assert characteristic_terms(["alpha alpha beta", "beta gamma gamma"], n=1) == [["alpha"], ["gamma"]]
+
+
+def test_heading_topics_keep_their_own_chunks_and_title_only_parts_are_no_sections():
+    headings = ["REVIEW"] + [f"REVIEW > {s}" for s in SECTIONS[:6]]
+    data = rows(headings)
+    data[0]["text"] = "REVIEW Prepared for the Board"  # the title and four words: no section
+    data[3]["text"] = " ".join(["word"] * SHORT_TOPIC_WORDS)
+    assert [k.title for k in section_rows(data)] == SECTIONS[:6]
+    topics = topics_from_headings(data)
+    assert [t.chunk_ids for t in topics] == [(f"k{i}",) for i in range(1, 7)]
+    assert [t.short for t in topics] == [i != 3 for i in range(1, 7)]  # only k3 holds enough text

@@ -57,4 +57,4 @@ def test_a_sentence_over_the_word_cap_is_quoted_by_its_clauses(embedder):
     quoted = [s for s in draft.sentences if s.citations == ("c1",)]
     assert len(quoted) >= 2, draft.raw  # clauses of the long sentence, not nothing
     assert all(s.text in LONG and len(s.text) < len(LONG) for s in quoted)
-    assert validate(draft, {e.label: e.candidate.text for e in ev}, verbatim=True).ok
+    assert validate(draft, {e.label: e.candidate.chunk.text for e in ev}, verbatim=True).ok

@@ -64,7 +64,7 @@ EIGHT = tuple(f"Clause {n} of the lease sets out one more obligation of the tena
 def part_citing(title: str, cited: int) -> SummaryPart:
     ev = tuple(evidence(*EIGHT))
     sentences = [CitedSentence(EIGHT[i], (f"c{i + 1}",)) for i in range(cited)]
-    validation = validate(Draft(tuple(sentences), ""), {e.label: e.candidate.text for e in ev}, verbatim=True)
+    validation = validate(Draft(tuple(sentences), ""), {e.label: e.candidate.chunk.text for e in ev}, verbatim=True)
     s = Section(title, ev, validation.passing(), (Attempt(Draft(tuple(sentences), ""), validation),))
     return SummaryPart(s, title, tuple(e.candidate for e in ev))
 

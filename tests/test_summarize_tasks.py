@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from citesum.tasks.errors import ConfigurationError
@@ -45,8 +43,8 @@ def test_a_topic_takes_evidence_from_its_own_chunks_first(embedder):
         "Termination fees are payable within thirty days of termination.",
         "On termination each party returns the other's confidential information.",
     ]
-    candidates = [replace(candidate(t, chunk_id=f"k{i}"), rank=i) for i, t in enumerate(texts, 1)]
-    own = ("k2", "k3")
+    candidates = [candidate(t, pages=(i, i)) for i, t in enumerate(texts, 1)]  # ranked 1..5
+    own = (candidates[1].chunk.chunk_id, candidates[2].chunk.chunk_id)
     chosen = own_first_evidence("termination", candidates, LocalReranker(embedder), 4, own)
     assert [e.label for e in chosen] == ["c1", "c2", "c3", "c4"]
     assert {e.chunk_id for e in chosen[:2]} == set(own)  # its own chunks first, however they rank

@@ -77,7 +77,7 @@ def main() -> None:
     results: dict[str, dict] = {}
     with prefect_test_harness(server_startup_timeout=120):
         assert run_ingest(None, settings).is_completed()
-        store = LanceStore(settings.db)
+        store = LanceStore.open(settings.store.db)
         for document in sorted(store.documents()):
             state = run_summarize(None, [document], "topics", "extractive", settings)
             summary = state.result()

@@ -103,7 +103,7 @@ def test_topic_brief_has_five_to_eight_cited_sections(ingested):
 
 def test_heading_topics_cite_their_own_sections_and_no_sentence_repeats(ingested):
     settings, _ = ingested
-    store = LanceStore(settings.db)
+    store = LanceStore.open(settings.store.db)
     own = cited = 0
     for document in (AGREEMENT, REPORT):
         summary = summarize(settings, documents=[document])

@@ -90,10 +90,10 @@ def test_the_index_refresh_after_an_ingest_keeps_the_configured_retention(tmp_pa
         assert run(settings)[0].is_completed()
 
     # Versions seconds old are within an hour's retention: the second ingest only added versions.
-    assert all(versions(kept)[table] > first[kept.db][table] for table in ("chunks", "documents"))
+    assert all(versions(kept)[table] > first[kept.store.db][table] for table in ("chunks", "documents"))
     # None is within a zero retention: what remains are the versions the refresh committed after its cleanup
     # (LanceDB's optimize folds new rows into the indexes last), no more than after the first ingest.
-    assert all(versions(removed)[table] <= min(2, first[removed.db][table]) for table in ("chunks", "documents"))
+    assert all(versions(removed)[table] <= min(2, first[removed.store.db][table]) for table in ("chunks", "documents"))
 
 
 def test_every_placed_sentence_is_in_a_chunk_spanning_its_page(tmp_path, corpus):

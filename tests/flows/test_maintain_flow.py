@@ -94,7 +94,7 @@ def test_maintain_compacts_cleans_versions_and_reports(tmp_path, corpus, sample)
     sample.services_agreement(folder / AGREEMENT, notice_days=60)
     assert run_ingest(None, ingesting).is_completed()  # a superseded version: more versions and fragments
 
-    state = run_maintain(Settings(corpus=folder, db=ingesting.db, version_retention_hours=0))
+    state = run_maintain(Settings(corpus=folder, db=ingesting.store.db, version_retention_hours=0))
 
     assert state.is_completed(), state.message
     report = state.result()
@@ -105,7 +105,7 @@ def test_maintain_compacts_cleans_versions_and_reports(tmp_path, corpus, sample)
     assert after["chunks"].fragments == 1
     assert all(i.unindexed_rows == 0 for s in after.values() for i in s.indexes)
     assert report.vector_index.action == "none"  # the sample corpus is far below the threshold
-    assert LanceStore.open(ingesting.db).search_text("notice")
+    assert LanceStore.open(ingesting.store.db).search_text("notice")
 
 
 def test_maintain_cli_prints_json(tmp_path, corpus):

@@ -54,8 +54,12 @@ def test_reduce_that_cannot_shrink_ends_with_every_point():
 def test_reduce_keeps_citations_and_fits_the_budget():
     synth = HalvingSynthesizer()
     result = reduce_points("s", points(40), synth, cost=lambda p: 10, budget=60)
-    assert sum(10 for _ in result) <= 60
+    # Six points fit a batch and each merge keeps the first half of its batch: 40 -> 20 -> 10 -> 5 points,
+    # the first pass that fits the budget; fewer would mean points were lost, not merged.
+    assert len(result) == 5 and sum(10 for _ in result) <= 60
+    assert synth.merges[:7] == [6, 6, 6, 6, 6, 6, 4]  # the first pass: every point went through a merge
     assert all(p in points(40) for p in result)  # citations travel with their points
+    assert [int(p.citations[0][1:]) for p in result] == sorted(int(p.citations[0][1:]) for p in result)  # in order
 
 
 def test_a_section_without_statements_says_nothing_in_it_bears_on_the_request(embedder):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import email.utils
 import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +138,7 @@ class OllamaSynthesizer:
         max_output_tokens: int = 1024,
         backoff_seconds: float = 1.0,
         max_wait_seconds: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.model = model
         self.host = resolve_ollama_host(host)
@@ -146,6 +148,7 @@ class OllamaSynthesizer:
         self.max_output_tokens = max_output_tokens  # num_predict: a model that rambles stops instead of timing out
         self.backoff_seconds = backoff_seconds
         self.max_wait_seconds = max_wait_seconds  # a longer Retry-After ends the attempts at once
+        self._sleep = sleep  # between attempts; a test passes its own to read the waits without timing them
         self.name = f"ollama:{model}"
         self._client = _client(self.host, timeout)
         self._think: dict[str, bool] = {"think": False}  # emptied once a server rejects the flag
@@ -183,7 +186,7 @@ class OllamaSynthesizer:
                 if attempt == self.retries or asked > self.max_wait_seconds:
                     raise self._gave_up(attempt + 1, failure) from failure
                 wait = max(asked, min(self.backoff_seconds * 2**attempt, self.max_wait_seconds))
-            time.sleep(wait)
+            self._sleep(wait)
             attempt += 1
 
     def _gave_up(self, attempts: int, failure: _Retry) -> TransientError:

@@ -76,19 +76,32 @@ def test_a_rare_token_is_found_by_its_lexical_match(store, embedder):
 
 
 @pytest.mark.parametrize(
-    "query",
+    ("query", "expected"),
     [
-        'What is "net PP&E"? (FY2018): see [note 7] -- AND OR NOT * ~ ^ \\ {a} /b/',
-        '"unterminated',
-        "field:value +must -not title:(a b)",
-        "???",
-        "",
-        "the of and",
+        ('What is "goodwill"? (FY2018): see [page 7] -- AND OR NOT * ~ ^ \\ {a} /b/', FILLER[7]),
+        ('"unterminated dividend', FILLER[1]),
+        ("field:freight +must -not title:(wage costs)", FILLER[2]),
+        ("inventories??? ~valued^2", FILLER[6]),
+        ("currency* AND 'European' OR", FILLER[4]),
+        ('litigation:"product liability', FILLER[5]),
     ],
 )
-def test_awkward_punctuation_does_not_break_full_text_search(store, embedder, query):
+def test_awkward_punctuation_does_not_break_full_text_search(store, embedder, query, expected):
+    keywords = keyword_query(query)
+    assert keywords  # the full-text search runs: nothing of the query's syntax reaches its parser
+    (best,) = store.search_text(keywords, k=1, where=document_filter(["a.pdf"]))
+    assert best["text"] == expected  # BM25 alone finds the chunk with the query's words
     found = retrieve(store, embedder, query, k=4, document_ids=["a.pdf"])
     assert len(found) == 4 and {c.chunk.document_id for c in found} == {"a.pdf"}
+    assert next(c for c in found if c.lexical_rank == 1).chunk.text == expected
+
+
+@pytest.mark.parametrize("query", ["???", "", "the of and"])
+def test_a_query_without_keywords_is_searched_by_vector_alone(store, embedder, query):
+    assert keyword_query(query) == ""
+    found = retrieve(store, embedder, query, k=4, document_ids=["a.pdf"])
+    assert len(found) == 4 and {c.chunk.document_id for c in found} == {"a.pdf"}
+    assert all(c.lexical_rank is None and c.dense_rank is not None for c in found)
 
 
 def test_keyword_query_keeps_topic_words_only():

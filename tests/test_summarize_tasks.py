@@ -1,11 +1,17 @@
-"""Mode choice: what `auto` picks and why, and what a mode refuses."""
+"""Mode and synthesizer choice: what `auto` picks and why, and what a choice refuses."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 
 from citesum.tasks.errors import ConfigurationError
-from citesum.tasks.summarize.tasks import choose_mode
+from citesum.tasks.settings import Settings
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer
+from citesum.tasks.summarize.tasks import choose_mode, choose_synthesizer
+from tests.fake_ollama import MODEL, FakeOllama
 
 
 @pytest.mark.parametrize(
@@ -50,3 +56,37 @@ def test_a_topic_takes_evidence_from_its_own_chunks_first(embedder):
     assert {e.chunk_id for e in chosen[:2]} == set(own)  # its own chunks first, however they rank
     assert not {e.chunk_id for e in chosen[2:]} & set(own)
     assert len(own_first_evidence("termination", candidates, LocalReranker(embedder), 4)) == 4
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_auto_synthesizer_is_ollama_when_it_answers_with_the_model(fake_ollama: FakeOllama, embedder):
+    settings = Settings(ollama_host=fake_ollama.url, ollama_model=MODEL)
+    synthesizer, reason = choose_synthesizer("auto", settings, embedder)
+    assert isinstance(synthesizer, OllamaSynthesizer) and synthesizer.name == f"ollama:{MODEL}"
+    assert synthesizer.host == fake_ollama.url and reason == f"Ollama at {fake_ollama.url}"
+    assert [r.path for r in fake_ollama.requests] == ["/api/tags"]  # it asked the server, nothing else
+
+
+def test_auto_synthesizer_is_extractive_when_ollama_does_not_answer_or_lacks_the_model(fake_ollama, embedder):
+    closed = closed_port_url()
+    synthesizer, reason = choose_synthesizer("auto", Settings(ollama_host=closed, ollama_model=MODEL), embedder)
+    assert isinstance(synthesizer, ExtractiveSynthesizer)
+    assert reason == f"Ollama not reachable at {closed}: extractive synthesis"
+
+    missing = Settings(ollama_host=fake_ollama.url, ollama_model="mistral")
+    synthesizer, reason = choose_synthesizer("auto", missing, embedder)
+    assert isinstance(synthesizer, ExtractiveSynthesizer) and "model 'mistral' is not installed" in reason
+
+
+def test_chosen_synthesizers_are_kept_or_refused(fake_ollama, embedder):
+    closed = closed_port_url()
+    synthesizer, reason = choose_synthesizer("extractive", Settings(ollama_host=fake_ollama.url), embedder)
+    assert isinstance(synthesizer, ExtractiveSynthesizer) and reason == "chosen"
+    assert fake_ollama.requests == []  # extractive when chosen: Ollama is not even asked
+    with pytest.raises(ConfigurationError, match="not reachable.*use --synth extractive"):
+        choose_synthesizer("ollama", Settings(ollama_host=closed), embedder)

@@ -1,0 +1,85 @@
+"""The named failure modes a summary warns about: a retrieval miss and a coverage collapse, and neither.
+
+Parts are written as the flow writes them (write_section over reranked evidence, then the metrics), with a
+scripted synthesizer passed in, so each warning comes from what the section really holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from citesum.tasks.summarize.compose import write_section
+from citesum.tasks.summarize.evidence import Draft
+from citesum.tasks.summarize.metrics import summary_metrics
+from citesum.tasks.summarize.rerank import load_reranker
+from citesum.tasks.summarize.summary import SummaryPart, failure_warnings
+from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.synthesizers.prompts import parse_draft
+from tests.summary_fixtures import evidence
+
+TEXTS = (
+    "Rent is due monthly in advance.",
+    "Notice must be given in writing.",
+    "The deposit is two months of rent.",
+    "The landlord insures the building.",
+    "Pets are not allowed.",
+    "The tenant repairs minor damage.",
+    "Keys are returned on the last day.",
+    "Sub-letting needs written consent.",
+)
+
+
+@dataclass
+class Citing:
+    """Quotes the first ``n`` pieces of evidence it is given, each citing its label; none: "not stated"."""
+
+    n: int
+    name: str = "citing"
+    verbatim: bool = True
+    context_tokens: int = 4096
+
+    def synthesize(self, request: SynthesisRequest) -> Draft:
+        lines = [f"- {e.candidate.text} [{e.label}]" for e in request.evidence[: self.n]]
+        return parse_draft("\n".join(lines) or "- Not stated in the evidence.", prompt="")
+
+    def merge(self, request: MergeRequest) -> Draft:
+        raise AssertionError("not used")
+
+
+def part(query: str, texts: tuple[str, ...], cited: int, embedder) -> SummaryPart:
+    """Retrieval found ``texts`` (none: a miss); reranked, written and validated as in the flow."""
+    candidates = tuple(e.candidate for e in evidence(*texts))
+    selected = load_reranker("local", embedder).rerank(query, list(candidates), 8)
+    return SummaryPart(write_section(query, query, selected, Citing(cited)), query, candidates)
+
+
+def warnings_of(mode: str, parts: list[SummaryPart]) -> list[str]:
+    return failure_warnings(mode, parts, summary_metrics(mode, parts)["coverage"])
+
+
+def test_a_topic_that_retrieves_nothing_is_a_retrieval_miss(embedder):
+    parts = [part("rent", TEXTS[:2], 1, embedder), part("quarterly dividends", (), 1, embedder)]
+    # half the topics cited is not under the 0.5 floor: the miss is the only warning
+    assert warnings_of("topics", parts) == ["Retrieval miss: nothing was retrieved for 'quarterly dividends'"]
+
+
+def test_most_topics_without_a_cited_sentence_is_a_coverage_collapse(embedder):
+    parts = [
+        part("rent", TEXTS[:2], 1, embedder),
+        part("pets", TEXTS[:2], 0, embedder),
+        part("keys", TEXTS[:2], 0, embedder),
+    ]
+    assert warnings_of("topics", parts) == ["Coverage collapse: only 33% of the topics is cited"]
+
+
+def test_a_query_summary_citing_under_a_quarter_of_its_evidence_collapses(embedder):
+    parts = [part("the lease terms", TEXTS[:5], 1, embedder)]
+    assert warnings_of("query", parts) == ["Coverage collapse: only 20% of the selected evidence is cited"]
+
+
+def test_neither_warning_when_every_topic_is_cited_or_a_query_cites_a_quarter(embedder):
+    topics = [part("rent", TEXTS[:2], 1, embedder), part("notice", TEXTS[:2], 1, embedder)]
+    assert warnings_of("topics", topics) == []
+    query = [part("the lease terms", TEXTS, 2, embedder)]  # 2 of 8: the query floor itself
+    assert summary_metrics("query", query)["coverage"] == 0.25
+    assert warnings_of("query", query) == []

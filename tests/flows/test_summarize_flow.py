@@ -160,6 +160,33 @@ def test_metrics_and_summary_are_published_as_artifacts(ingested):
     assert {row["metric"]: row["value"] for row in json.loads(metrics_table)} == summary.metrics
 
 
+def test_candidates_and_evidence_are_published_as_table_artifacts(ingested):
+    settings, _ = ingested
+    summary = summarize(settings, "What are the payment terms?")
+    flow_run_id = flow_run_of(summary)
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["citesum-summary-candidates", "citesum-summary-evidence"])
+            )
+        )
+    tables = {a.key: json.loads(a.data) for a in found if a.flow_run_id == flow_run_id}
+    (part,) = summary.parts
+    candidates, evidence = tables["citesum-summary-candidates"], tables["citesum-summary-evidence"]
+    assert [(r["rank"], r["document"]) for r in candidates] == [(c.rank, c.document_id) for c in part.candidates]
+    assert [r["label"] for r in evidence] == [e.label for e in part.section.evidence]
+    assert [r["text"] for r in evidence] == [e.candidate.text[:200] for e in part.section.evidence]
+    assert len(evidence) == settings.evidence < len(candidates)
+
+
+def flow_run_of(summary: Summary):
+    """The flow run whose summary artifact names this summary's run id."""
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["citesum-summary"])))
+    (flow_run_id,) = [a.flow_run_id for a in found if summary.run_id in a.data]
+    return flow_run_id
+
+
 def metrics_run_of(found, summary: Summary):
     return next(a.flow_run_id for a in found if a.key == "citesum-summary" and summary.run_id in a.data)
 
@@ -199,9 +226,12 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
         ollama_model=MODEL,
     )
     assert run_ingest(None, settings).is_completed()
+    legit = "A notice of termination must be given in writing at least 30 days before"
     fake_ollama.script(
         Reply(body=fake_ollama.tags_body()),
-        Reply(content="- A notice of termination must be given in writing at least 30 days before [c1]."),
+        # a model that obeys the injected text, on the first attempt and on the retry
+        Reply(content=f"HACKED\n- {legit} [c1]."),
+        Reply(content=f"HACKED\n- {legit} [c1]."),
     )
     summary = summarize(settings, "What notice must be given to terminate?", synth="ollama")
 
@@ -214,7 +244,11 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
     assert user.index(EVIDENCE_OPEN) < user.index(INJECTION) < user.index(EVIDENCE_CLOSE)
     assert user.count(EVIDENCE_CLOSE) == 1
     assert summary.synthesizer == f"ollama:{MODEL}"
-    assert "HACKED" not in " ".join(s.text for p in summary.parts for s in p.section.sentences)
+    (part,) = summary.parts
+    assert [a.draft.raw.splitlines()[0] for a in part.section.attempts] == ["HACKED", "HACKED"]
+    assert [s.text for s in part.section.sentences] == [f"{legit}."]  # the obeyed line is not passed through
+    assert [s.text for s in part.section.removed] == ["HACKED"]  # it is listed as removed, uncited
+    assert "HACKED" not in json.dumps(summary.sections_json())
 
 
 def test_cli_eval_ingests_and_reports_retrieval_figures(ingested, tmp_path):

@@ -5,7 +5,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 
-.PHONY: setup tesseract demo test lint corpus bench
+.PHONY: setup tesseract demo test test-fast lint corpus bench
 
 setup: $(VENV)/.installed tesseract
 
@@ -30,6 +30,12 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
+
+# The tests that need neither the Prefect engine nor a server process (markers engine, slow; README, Tests).
+test-fast: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -m "not engine and not slow"
 
 bench: setup
 	$(BIN)/python tests/benchmarks/ingest_benchmark.py ../shared/eval/financebench/pdfs

@@ -1,12 +1,25 @@
-"""Shared fixtures: the real embedding model, loaded once per test session."""
+"""Shared fixtures (the real embedding model, loaded once per session) and the `engine` marker."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from citesum.tasks.embed import load_embedder
+
+# Tests under these folders run through the Prefect engine (tests/flows: the session's temporary server) or
+# start servers as processes (tests/e2e). They are marked here, by folder, so no test there goes unmarked.
+ENGINE_FOLDERS = ("flows", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        relative = Path(item.path).relative_to(here) if Path(item.path).is_relative_to(here) else None
+        if relative is not None and relative.parts[0] in ENGINE_FOLDERS:
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(scope="session")

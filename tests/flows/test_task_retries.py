@@ -9,8 +9,8 @@ from prefect import flow, get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from citesum.tasks.errors import ConfigurationError, TransientError
-from citesum.tasks.ingest.pdf.extract import source_for
 from citesum.tasks.ingest.plan import WorkItem
+from citesum.tasks.ingest.sources import source_for
 from citesum.tasks.ingest.tasks import Job, chunk, embed, extract
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
@@ -49,7 +49,7 @@ def embed_one(tmp_path, sample, embedder):
             runs = client.read_task_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
             )
-        (embed_run,) = [r for r in runs if r.name.startswith("embed-")]
+        (embed_run,) = [r for r in runs if r.name.split(" ", 1)[0] == "embed"]
         return state, embed_run
 
     return run, settings

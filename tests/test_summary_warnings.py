@@ -39,7 +39,7 @@ class Citing:
     context_tokens: int = 4096
 
     def synthesize(self, request: SynthesisRequest) -> Draft:
-        lines = [f"- {e.candidate.text} [{e.label}]" for e in request.evidence[: self.n]]
+        lines = [f"- {e.candidate.chunk.text} [{e.label}]" for e in request.evidence[: self.n]]
         return parse_draft("\n".join(lines) or "- Not stated in the evidence.", prompt="")
 
     def merge(self, request: MergeRequest) -> Draft:

@@ -137,9 +137,6 @@ def task_runs_of(state) -> list[str]:
     return sorted(run.name for run in runs)
 
 
-STEPS = ("extract", "chunk", "embed", "write")
-
-
 def steps_of(state) -> Counter:
     return Counter(name.split(" ", 1)[0] for name in task_runs_of(state))
 
@@ -274,7 +271,7 @@ def test_scanned_page_is_ocred_or_reported(tmp_path, corpus):
     assert page_two == {"ocr"}
     ocred = " ".join(
         " ".join(r["text"].split())
-        for r in LanceStore(settings.db).chunk_rows("document_id = 'scanned_memo.pdf'")
+        for r in LanceStore.open(settings.store.db).chunk_rows("document_id = 'scanned_memo.pdf'")
         if r["page_start"] <= 2 <= r["page_end"]
     )
     scanned = [p.text for p in placed["scanned_memo.pdf"] if p.page == 2]

@@ -173,10 +173,10 @@ def test_candidates_and_evidence_are_published_as_table_artifacts(ingested):
     tables = {a.key: json.loads(a.data) for a in found if a.flow_run_id == flow_run_id}
     (part,) = summary.parts
     candidates, evidence = tables["citesum-summary-candidates"], tables["citesum-summary-evidence"]
-    assert [(r["rank"], r["document"]) for r in candidates] == [(c.rank, c.document_id) for c in part.candidates]
+    assert [(r["rank"], r["document"]) for r in candidates] == [(c.rank, c.chunk.document_id) for c in part.candidates]
     assert [r["label"] for r in evidence] == [e.label for e in part.section.evidence]
-    assert [r["text"] for r in evidence] == [e.candidate.text[:200] for e in part.section.evidence]
-    assert len(evidence) == settings.evidence < len(candidates)
+    assert [r["text"] for r in evidence] == [e.candidate.chunk.text[:200] for e in part.section.evidence]
+    assert len(evidence) == settings.summarize.evidence < len(candidates)
 
 
 def flow_run_of(summary: Summary):
@@ -227,11 +227,11 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
     )
     assert run_ingest(None, settings).is_completed()
     legit = "A notice of termination must be given in writing at least 30 days before"
+    hacked = {"text": "HACKED", "citations": []}
     fake_ollama.script(
         Reply(body=fake_ollama.tags_body()),
-        # a model that obeys the injected text, on the first attempt and on the retry
-        Reply(content=f"HACKED\n- {legit} [c1]."),
-        Reply(content=f"HACKED\n- {legit} [c1]."),
+        # a model that obeys the injected text, on the first attempt and on the retry (JSON, as asked)
+        *[Reply(content=json.dumps({"sentences": [hacked, {"text": f"{legit}.", "citations": ["c1"]}]}))] * 2,
     )
     summary = summarize(settings, "What notice must be given to terminate?", synth="ollama")
 
@@ -245,7 +245,7 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
     assert user.count(EVIDENCE_CLOSE) == 1
     assert summary.synthesizer == f"ollama:{MODEL}"
     (part,) = summary.parts
-    assert [a.draft.raw.splitlines()[0] for a in part.section.attempts] == ["HACKED", "HACKED"]
+    assert [a.draft.sentences[0].text for a in part.section.attempts] == ["HACKED", "HACKED"]
     assert [s.text for s in part.section.sentences] == [f"{legit}."]  # the obeyed line is not passed through
     assert [s.text for s in part.section.removed] == ["HACKED"]  # it is listed as removed, uncited
     assert "HACKED" not in json.dumps(summary.sections_json())

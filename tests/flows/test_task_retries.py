@@ -52,12 +52,12 @@ def embed_one(tmp_path, sample, embedder):
         (embed_run,) = [r for r in runs if r.name.split(" ", 1)[0] == "embed"]
         return state, embed_run
 
-    return run, settings
+    return run, lambda: LanceStore.open_or_create(settings.store.db, embedder.name, embedder.dimension)
 
 
 def test_a_transient_error_is_retried_by_prefect_and_the_flow_completes(embed_one):
-    run, settings = embed_one
-    store = FailingFirst(LanceStore(settings.db), TransientError("commit conflict", source="memo.pdf"))
+    run, new_store = embed_one
+    store = FailingFirst(new_store(), TransientError("commit conflict", source="memo.pdf"))
     state, embed_run = run(store)
     assert state.is_completed(), state
     assert store.calls == ["reusable_vectors"] * 2
@@ -67,8 +67,8 @@ def test_a_transient_error_is_retried_by_prefect_and_the_flow_completes(embed_on
 
 
 def test_an_error_that_is_not_transient_is_not_retried(embed_one):
-    run, settings = embed_one
-    store = FailingFirst(LanceStore(settings.db), ConfigurationError("the store holds vectors of another model"))
+    run, new_store = embed_one
+    store = FailingFirst(new_store(), ConfigurationError("the store holds vectors of another model"))
     state, embed_run = run(store)
     assert state.is_failed()
     assert store.calls == ["reusable_vectors"]

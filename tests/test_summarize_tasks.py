@@ -1,4 +1,4 @@
-"""Mode and synthesizer choice: what `auto` picks and why, and what a choice refuses."""
+"""Summarization choices: mode and synthesizer (what `auto` picks and why, what a choice refuses), a topic's evidence."""
 
 from __future__ import annotations
 

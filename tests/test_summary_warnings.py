@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from citesum.tasks.summarize.compose import write_section
 from citesum.tasks.summarize.evidence import Draft
-from citesum.tasks.summarize.metrics import summary_metrics
+from citesum.tasks.summarize.metrics import collapse_warning, summary_metrics
 from citesum.tasks.summarize.rerank import load_reranker
 from citesum.tasks.summarize.summary import SummaryPart, failure_warnings
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
@@ -54,7 +54,7 @@ def part(query: str, texts: tuple[str, ...], cited: int, embedder) -> SummaryPar
 
 
 def warnings_of(mode: str, parts: list[SummaryPart]) -> list[str]:
-    return failure_warnings(mode, parts, summary_metrics(mode, parts)["coverage"])
+    return failure_warnings(parts, collapse_warning(mode, parts))
 
 
 def test_a_topic_that_retrieves_nothing_is_a_retrieval_miss(embedder):
@@ -72,14 +72,17 @@ def test_most_topics_without_a_cited_sentence_is_a_coverage_collapse(embedder):
     assert warnings_of("topics", parts) == ["Coverage collapse: only 33% of the topics is cited"]
 
 
-def test_a_query_summary_citing_under_a_quarter_of_its_evidence_collapses(embedder):
-    parts = [part("the lease terms", TEXTS[:5], 1, embedder)]
-    assert warnings_of("query", parts) == ["Coverage collapse: only 20% of the selected evidence is cited"]
+def test_topics_citing_under_a_quarter_of_their_evidence_collapse(embedder):
+    parts = [part("rent", TEXTS, 1, embedder)]  # the topic is covered, by 1 of its 8 pieces of evidence
+    assert summary_metrics("topics", parts)["coverage"] == 1.0
+    assert warnings_of("topics", parts) == ["Coverage collapse: only 12% of the selected evidence is cited"]
 
 
-def test_neither_warning_when_every_topic_is_cited_or_a_query_cites_a_quarter(embedder):
+def test_neither_warning_for_cited_topics_a_short_answer_or_an_abstention(embedder):
     topics = [part("rent", TEXTS[:2], 1, embedder), part("notice", TEXTS[:2], 1, embedder)]
     assert warnings_of("topics", topics) == []
-    query = [part("the lease terms", TEXTS, 2, embedder)]  # 2 of 8: the query floor itself
-    assert summary_metrics("query", query)["coverage"] == 0.25
-    assert warnings_of("query", query) == []
+    short = [part("the lease terms", TEXTS, 1, embedder)]  # 1 of 8 cited: an answer, not a collapse
+    assert summary_metrics("query", short)["coverage"] == 0.125
+    assert warnings_of("query", short) == []
+    abstains = [part("the lease terms", TEXTS, 0, embedder)]  # "not stated": nothing is claimed
+    assert warnings_of("query", abstains) == []

@@ -99,9 +99,9 @@ def run_measured(
     """Run ``command``; return it, the peak RSS of its process tree (sampled every 50 ms), and its seconds."""
     started = time.perf_counter()
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, done = 0, threading.Event()
+    peak, done, process = 0, threading.Event(), psutil.Process(child.pid)
 
-    def sample(process: psutil.Process = psutil.Process(child.pid)) -> None:
+    def sample() -> None:
         nonlocal peak
         while not done.is_set():
             try:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from prefect.settings import PREFECT_API_URL  # noqa: E402
-from prefect.testing.utilities import prefect_test_harness  # noqa: E402
+from prefect.settings import PREFECT_API_URL
+from prefect.testing.utilities import prefect_test_harness
 
-from tests.hostile_cases import CASES, GOOD_TEXT, pdf_bytes, place, run_measured  # noqa: E402
+from tests.hostile_cases import CASES, GOOD_TEXT, pdf_bytes, place, run_measured
 
 
 def main() -> None:

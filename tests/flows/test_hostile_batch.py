@@ -59,7 +59,7 @@ def test_a_hostile_batch_reports_every_entry_and_stores_only_the_corpus(tmp_path
     assert peak < PEAK_LIMIT, f"peak {peak / 2**20:.0f} MiB over {seconds:.0f} s"
     print(f"hostile batch: {seconds:.1f} s, peak {peak / 2**20:.0f} MiB")
 
-    texts = {r["document_id"]: r["text"] for r in LanceStore(str(db)).chunk_rows(columns=["document_id", "text"])}
+    texts = {r["document_id"]: r["text"] for r in LanceStore.open(str(db)).chunk_rows(columns=["document_id", "text"])}
     assert GOOD_TEXT.split()[1] in texts["good.pdf"] and BAD_NAME_TEXT.split()[0] in texts["bad-%FF-name.pdf"]
     assert not any(SECRET_TEXT.split()[0] in text for text in texts.values())
     assert not any("\x00" in text for text in texts.values())
@@ -86,10 +86,10 @@ def test_two_folders_with_the_same_name_conflict_unless_replace(tmp_path):
     [outcome] = json.loads(conflict.stdout)["documents"]
     assert outcome["status"] == "failed" and "--replace" in outcome["error"]
     assert [p["kind"] for p in outcome["problems"]] == ["conflict"]
-    record = LanceStore(db).documents()["msa.pdf"]
+    record = LanceStore.open(db).documents()["msa.pdf"]
     assert Path(record.source) == first / "msa.pdf"  # nothing replaced
     assert runner.invoke(app, ["ingest", str(first), "--db", db]).exit_code == 0  # the corpus itself: unchanged
 
     replaced = runner.invoke(app, ["ingest", str(second), "--db", db, "--replace"])
     assert replaced.exit_code == 0, replaced.output
-    assert Path(LanceStore(db).documents()["msa.pdf"].source) == second / "msa.pdf"
+    assert Path(LanceStore.open(db).documents()["msa.pdf"].source) == second / "msa.pdf"

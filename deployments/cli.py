@@ -112,6 +112,12 @@ def ingest(
             help="threads (default) | dask (a temporary local cluster) | dask://HOST:PORT (an existing scheduler)."
         ),
     ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="Take a file for a stored document of the same id from another file (else a conflict)."
+        ),
+    ] = False,
     json_output: JsonOption = False,
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
@@ -119,9 +125,9 @@ def ingest(
     from citesum.tasks.ingest.tasks import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    sources_to_ingest(path or settings.ingest.corpus, settings.ingest.corpus)  # a bad path fails before any run starts
+    sources_to_ingest(path or settings.ingest.corpus, settings)  # a bad path fails before any run starts
     if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
-        state = ingest_state(path, settings)
+        state = ingest_state(path, settings, replace=replace)
     else:
         with progress_bar() as bar:
             task_id = bar.add_task("ingest", total=None)
@@ -129,7 +135,7 @@ def ingest(
             def on_progress(step: str, document_id: str, done: int, total: int) -> None:
                 bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
 
-            state = ingest_state(path, settings, on_progress)
+            state = ingest_state(path, settings, on_progress, replace)
     result = outcome(state)  # a run with failed documents still returns its report
     if json_output:
         print(json.dumps(result.to_json(), indent=2))
@@ -138,11 +144,13 @@ def ingest(
     raise typer.Exit(1 if result.failed else 0)
 
 
-def ingest_state(path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None):
+def ingest_state(
+    path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None, replace: bool = False
+):
     """The ingestion flow's final state; a runner setting it cannot use raises before any run."""
     from citesum.flows.ingest import run_ingest
 
-    return run_ingest(str(path) if path else None, settings, on_progress)
+    return run_ingest(str(path) if path else None, settings, on_progress, replace)
 
 
 @command()
@@ -265,7 +273,7 @@ def evaluate(
 
     settings = make_settings(db=db, corpus=pdfs)
     checked = evaluation.load_questions(questions)  # inputs are checked before any work starts
-    sources_to_ingest(pdfs, settings.ingest.corpus)
+    sources_to_ingest(pdfs, settings)
     report = outcome(ingest_state(pdfs, settings))  # reuses what is stored
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)

@@ -34,10 +34,14 @@ def report_error(exc: Exception, *, json_output: bool, verbose: bool) -> int:
 
 def print_upload(upload) -> None:
     """One log line per upload; never wrapped, so a service log keeps one line per event."""
+    from citesum.tasks.ingest.names import path_text
+
     if upload.status == "duplicate":
-        line = f"{upload.document_id}: same content as {upload.path}, removed from the inbox"
+        line = f"{upload.document_id}: same content as {path_text(upload.path)}, removed from the inbox"
+    elif upload.status == "refused":
+        line = f"{upload.document_id}: {upload.note}"
     else:
-        line = f"{upload.document_id}: moved to {upload.path}, announced ({upload.sha256[:12]})"
+        line = f"{upload.document_id}: moved to {path_text(upload.path)}, announced ({upload.sha256[:12]})"
     err.print(line, highlight=False, soft_wrap=True, markup=False)
 
 

@@ -10,6 +10,10 @@ that path and stays the same when the nightly reindex sees it. It is moved befor
 an announcement that is lost leaves the file in the corpus for the next reindex. Content whose
 sha256 was announced before (and whose corpus file is still there) is a duplicate: it is removed
 from the inbox and not announced again.
+
+Only regular files are taken: a symbolic link (it could point at any file the service can read),
+a FIFO, a socket or a device named ``*.pdf`` is reported once and left where it is. Names are
+turned into text with ``names.path_text`` (an undecodable byte as ``%XX``), as ingestion does.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from citesum.tasks.errors import ConfigurationError
-from citesum.tasks.ingest.sources import hash_file
+from citesum.tasks.ingest.names import path_text, text_path
+from citesum.tasks.ingest.sources import SourceError, file_type, hash_file, open_regular
 
 EVENT = "citesum.document.uploaded"
 STATE_FILE = ".citesum-announced.json"  # hidden: never taken for an upload
@@ -46,12 +52,14 @@ class Observation:
 
 @dataclass(frozen=True)
 class Upload:
-    """One file taken from the inbox. ``status``: ``announced`` or ``duplicate``."""
+    """One file taken from the inbox. ``status``: ``announced``, ``duplicate``, or ``refused`` (not a
+    regular file: left in the inbox, ``note`` says why)."""
 
-    document_id: str  # path relative to the inbox, and so to the corpus
-    path: Path  # where it now lives in the corpus (for a duplicate: the earlier copy)
+    document_id: str  # path relative to the inbox, and so to the corpus, as text
+    path: Path  # where it now lives in the corpus (for a duplicate: the earlier copy; refused: in the inbox)
     sha256: str
     status: str
+    note: str = ""
 
 
 Stat = tuple[int, int]  # (size, mtime_ns)
@@ -116,20 +124,23 @@ def is_complete(seen: Observation, now: float, quiet_seconds: float, ends_like_p
 
 def ends_like_pdf(path: Path) -> bool:
     try:
-        with open(path, "rb") as file:
+        with open(open_regular(path, follow=False), "rb") as file:
             file.seek(max(0, os.fstat(file.fileno()).st_size - TAIL_BYTES))
             return PDF_END_MARKER in file.read()
-    except FileNotFoundError:  # gone since the scan: dropped on the next poll
+    except OSError:  # gone since the scan, or no longer a regular file: looked at again on the next poll
         return False
 
 
-def scan(inbox: Path) -> tuple[dict[str, Stat], set[str]]:
-    """Candidate PDFs with their (size, mtime_ns), and temporary upload names, relative to the inbox.
+def scan(inbox: Path) -> tuple[dict[str, Stat], set[str], dict[str, str]]:
+    """Candidate PDFs with their (size, mtime_ns), temporary upload names, and PDF names that are not
+    regular files (with what they are), relative to the inbox.
 
     Hidden folders are skipped: they hold other tools' state, and the state file lives at the top.
+    Links are never followed (``lstat``): a link to a folder is not walked, a link named x.pdf is refused.
     """
     stats: dict[str, Stat] = {}
     temps: set[str] = set()
+    refused: dict[str, str] = {}
     for folder, dirs, files in os.walk(inbox):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         relative = Path(folder).relative_to(inbox)
@@ -137,13 +148,16 @@ def scan(inbox: Path) -> tuple[dict[str, Stat], set[str]]:
             key = (relative / name).as_posix()
             if is_candidate(name):
                 try:
-                    st = os.stat(Path(folder, name))
+                    st = os.lstat(Path(folder, name))
                 except FileNotFoundError:  # renamed or removed since the listing
                     continue
-                stats[key] = (st.st_size, st.st_mtime_ns)
+                if stat.S_ISREG(st.st_mode):
+                    stats[key] = (st.st_size, st.st_mtime_ns)
+                else:
+                    refused[key] = file_type(st.st_mode)
             elif final_name(name) is not None:
                 temps.add(key)
-    return stats, temps
+    return stats, temps, refused
 
 
 class AnnouncedLog:
@@ -156,7 +170,7 @@ class AnnouncedLog:
     def earlier(self, sha256: str, corpus: Path) -> Path | None:
         """The corpus file this content was announced as, if it is still there to be ingested."""
         document_id = self.entries.get(sha256)
-        return corpus / document_id if document_id and (corpus / document_id).is_file() else None
+        return corpus / text_path(document_id) if document_id and (corpus / text_path(document_id)).is_file() else None
 
     def add(self, sha256: str, document_id: str) -> None:
         self.entries[sha256] = document_id
@@ -197,45 +211,68 @@ class Watcher:
         self.announced = AnnouncedLog(self.inbox / STATE_FILE)
         self.observations: dict[str, Observation] = {}
         self.temps: set[str] = set()
+        self.refused: dict[str, str] = {}  # reported once, while they stay
 
     def poll(self) -> list[Upload]:
-        stats, temps = scan(self.inbox)
+        stats, temps, refused = scan(self.inbox)
         now = self.clock()
         self.observations = observe(self.observations, stats, self.temps, temps, now)
         self.temps = temps
+        news = {key: what for key, what in sorted(refused.items()) if self.refused.get(key) != what}
+        self.refused = refused
         ready = [
             key
             for key, seen in sorted(self.observations.items())
             if is_complete(seen, now, self.quiet_seconds, lambda key=key: ends_like_pdf(self.inbox / key))
         ]
-        return [upload for key in ready if (upload := self.take(key))]
+        taken = [upload for key in ready if (upload := self.take(key))]
+        return [self.refusal(key, what) for key, what in news.items()] + taken
+
+    def refusal(self, key: str, what: str) -> Upload:
+        note = f"{what}, not a regular file: left in the inbox, not announced"
+        return Upload(path_text(key), Path(path_text(self.inbox / key)), "", "refused", note)
 
     def take(self, key: str) -> Upload | None:
         """Move one complete upload into the corpus and announce it, or drop it as a duplicate."""
         source, seen = self.inbox / key, self.observations.pop(key)
         try:
-            sha256 = hash_file(source)
+            sha256 = hash_file(source, follow=False)
+        except SourceError as exc:  # swapped for a link or a FIFO since the scan
+            if exc.kind != "not_regular":
+                return None  # written to while hashing: observed afresh on the next poll
+            what = what_is(source)
+            self.refused[key] = what
+            return self.refusal(key, what)
         except FileNotFoundError:
             return None
         if stat_of(source) != (seen.size, seen.mtime_ns):
             return None  # written to while hashing: observed afresh on the next poll
+        document_id = path_text(key)
         if earlier := self.announced.earlier(sha256, self.corpus):
             source.unlink()  # the same bytes are already in the corpus
-            return Upload(key, earlier, sha256, "duplicate")
+            return Upload(document_id, earlier, sha256, "duplicate")
         target = self.corpus / key
         move_into(source, target)
-        upload = Upload(key, target, sha256, "announced")
+        upload = Upload(document_id, target, sha256, "announced")
         self.announce(upload)
-        self.announced.add(sha256, key)
+        self.announced.add(sha256, document_id)
         return upload
 
 
-def stat_of(path: Path) -> Stat | None:
+def what_is(path: Path) -> str:
     try:
-        st = os.stat(path)
+        return file_type(os.lstat(path).st_mode)
+    except OSError:
+        return "gone"
+
+
+def stat_of(path: Path) -> Stat | None:
+    """(size, mtime_ns) of a regular file, never through a link; None for anything else."""
+    try:
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
-    return st.st_size, st.st_mtime_ns
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def run(watcher: Watcher, poll_seconds: float, stop: threading.Event, report: Callable[[Upload], None]) -> None:
@@ -264,5 +301,5 @@ def emit_uploaded(upload: Upload) -> None:
             "prefect.resource.id": f"citesum.document.{upload.sha256}",
             "prefect.resource.name": upload.document_id,
         },
-        payload={"path": str(upload.path), "sha256": upload.sha256, "document_id": upload.document_id},
+        payload={"path": path_text(upload.path), "sha256": upload.sha256, "document_id": upload.document_id},
     )

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
-from pathlib import Path
 
 from prefect import Task, flow, unmapped
 from prefect.artifacts import (
@@ -21,10 +20,13 @@ from prefect.states import Failed
 
 from citesum.flows.runners import ConfiguredTaskRunner, task_runner
 from citesum.tasks.embed import load_embedder
+from citesum.tasks.errors import DocumentError
 from citesum.tasks.ingest import report as reports
+from citesum.tasks.ingest.names import path_text, text_path
 from citesum.tasks.ingest.pdf.extract import parser_version
-from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.ingest.plan import Conflict, plan_ingest
 from citesum.tasks.ingest.report import DocumentOutcome, IngestReport
+from citesum.tasks.ingest.sources import Rejected
 from citesum.tasks.ingest.tasks import (
     Job,
     chunk,
@@ -36,7 +38,7 @@ from citesum.tasks.ingest.tasks import (
     refresh_indexes,
     write,
 )
-from citesum.tasks.records import DocumentRecord
+from citesum.tasks.records import DocumentRecord, Problem
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
@@ -62,17 +64,28 @@ def reporting_progress(callback: Progress | None) -> Iterator[None]:
 
 # The runner and worker count of the settings, also in runs loaded from this module (citesum serve, workers).
 @flow(name="ingest", task_runner=ConfiguredTaskRunner())
-def ingest(path: str | None = None, settings: Settings | None = None):
-    """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF."""
+def ingest(path: str | None = None, settings: Settings | None = None, replace: bool = False):
+    """Ingest a corpus folder (a full run: missing documents are deleted) or one PDF.
+
+    ``path`` is text (names.path_text: undecodable bytes as %XX). ``replace`` takes a file for a stored
+    document of the same id that came from another file still there (a conflict otherwise).
+    """
     settings = settings or Settings()
     started = time.perf_counter()
-    sources, corpus_root = discover(Path(path) if path else settings.ingest.corpus, settings.ingest.corpus)
+    found, corpus_root = discover(text_path(path) if path else settings.ingest.corpus, settings)
     embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
     store = LanceStore.open_or_create(settings.store.db, embedder.name, embedder.dimension)
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
-    plan = plan_ingest(sources, stored, settings_fingerprint=settings.fingerprint(), corpus_root=corpus_root)
+    plan = plan_ingest(
+        found.sources,
+        stored,
+        settings_fingerprint=settings.fingerprint(),
+        corpus_root=corpus_root,
+        held=[r.document_id for r in found.rejected if r.fails],
+        replace_conflicts=replace,
+    )
     passwords = load_passwords(settings.ingest.passwords_file)
     steps = StepTracker(len(plan.work), _PROGRESS.get())
 
@@ -91,6 +104,8 @@ def ingest(path: str | None = None, settings: Settings | None = None):
             *written,
             *deleted,
             *steps.failures,
+            *(conflict_outcome(c) for c in plan.conflicts),
+            *(rejected_outcome(r) for r in found.rejected),
         ),
         db=settings.store.db,
         embed_model=embedder.name,
@@ -104,14 +119,15 @@ def ingest(path: str | None = None, settings: Settings | None = None):
     return report
 
 
-def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None):
-    """Run the flow on the configured task runner; returns its final state. ``on_progress`` gets each
-    document-step done, in this process (``reporting_progress``).
+def run_ingest(path: str | None, settings: Settings, on_progress: Progress | None = None, replace: bool = False):
+    """Run the flow on the configured task runner; returns its final state. ``path`` as on disk; ``on_progress``
+    gets each document-step done, in this process (``reporting_progress``).
 
     Raises ConfigurationError for a runner setting it cannot use, before any run starts.
     """
     with task_runner(settings) as runner, reporting_progress(on_progress):
-        return ingest.with_options(task_runner=runner)(path, settings, return_state=True)
+        text = path_text(path) if path else None
+        return ingest.with_options(task_runner=runner)(text, settings, replace, return_state=True)
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:
@@ -171,8 +187,41 @@ class StepTracker:
 
 def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:
     source = job.item.source
+    kind = (Problem(error.kind, error.message),) if isinstance(error, DocumentError) else ()
     return DocumentOutcome(
-        source.document_id, source.path, "failed", version=source.version, error=f"{step}: {error}", seconds=job.seconds
+        source.document_id,
+        source.path,
+        "failed",
+        version=source.version,
+        problems=kind,
+        error=f"{step}: {error}",
+        seconds=job.seconds,
+    )
+
+
+def conflict_outcome(conflict: Conflict) -> DocumentOutcome:
+    source = conflict.source
+    return DocumentOutcome(
+        source.document_id,
+        source.path,
+        "failed",
+        version=source.version,
+        problems=(Problem("conflict", conflict.message),),
+        error=conflict.message,
+    )
+
+
+def rejected_outcome(rejected: Rejected) -> DocumentOutcome:
+    """A failed entry is one the user meant to ingest (unreadable, too large); a skipped one is not a PDF
+    this corpus takes (a FIFO, a link out of the corpus)."""
+    text = f"{rejected.kind}: {rejected.message}"
+    return DocumentOutcome(
+        rejected.document_id,
+        rejected.path,
+        "failed" if rejected.fails else "skipped",
+        problems=(Problem(rejected.kind, rejected.message),),
+        error=text if rejected.fails else None,
+        note=None if rejected.fails else text,
     )
 
 

@@ -14,7 +14,7 @@ import json
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
@@ -60,7 +60,8 @@ class ChunkingSettings(Group):
 
 
 class IngestSettings(Group):
-    """Where PDFs come from and how an ingestion run spreads its work; none of it changes a chunk."""
+    """Where PDFs come from, how an ingestion run spreads its work, and its limits; none of it changes a chunk
+    (``ocr_max_pixels`` only a page too large to render before it existed)."""
 
     corpus: Path = Field(
         Path("data/corpus"),
@@ -90,6 +91,35 @@ class IngestSettings(Group):
             "Where ingestion tasks run: 'threads' (in this process), 'dask' (a temporary local Dask cluster of "
             "`workers` processes, one thread each), or 'dask://HOST:PORT' (an existing Dask scheduler)."
         ),
+    )
+
+    # -- hostile input: limits and the corpus boundary (issue 10) ---------------
+    follow_symlinks: Literal["inside", "always"] = Field(
+        "inside",
+        description=(
+            "Which symbolic links in the corpus are followed: 'inside' (links that stay within the corpus; one "
+            "that leaves it is reported as outside_corpus and not ingested) or 'always'. Loops are never followed."
+        ),
+    )
+    extract_memory_mb: int = Field(
+        2048,
+        ge=256,
+        description=(
+            "Address-space limit of each extraction child process (RLIMIT_AS), in MiB; a document that needs "
+            "more fails with kind memory_limit and the batch goes on."
+        ),
+    )
+    ocr_max_pixels: int = Field(
+        25_000_000,
+        ge=1_000_000,
+        description=(
+            "Most pixels a page is rendered at for OCR (300 dpi up to about A3); a larger page is rendered at "
+            "a lower resolution, and recorded as lost with the reason when nothing is read at it."
+        ),
+    )
+    max_pages: int = Field(20_000, ge=1, description="A document with more pages fails (kind too_many_pages).")
+    max_file_bytes: int = Field(
+        2 * 1024**3, ge=1, description="A PDF larger than this many bytes fails (kind too_large) unread."
     )
 
 

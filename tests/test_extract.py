@@ -405,7 +405,7 @@ def test_discover_sources_finds_pdfs_in_any_case_recursively(tmp_path):
     (tmp_path / "sub").mkdir()
     for name in ("b.pdf", "sub/A.PDF", "notes.txt"):
         (tmp_path / name).write_bytes(name.encode())
-    sources = discover_sources(tmp_path)
+    sources = discover_sources(tmp_path).sources
     assert [s.document_id for s in sources] == ["b.pdf", "sub/A.PDF"]
     assert sources[1].path == str(tmp_path / "sub/A.PDF")
     assert sources[1].version == hashlib.sha256(b"sub/A.PDF").hexdigest() == hash_file(tmp_path / "sub/A.PDF")

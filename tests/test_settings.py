@@ -36,7 +36,7 @@ def changed(value):
     if isinstance(value, Path):
         return value / "elsewhere"
     if isinstance(value, str):
-        return "dask" if value == "threads" else f"{value}-other"
+        return {"threads": "dask", "inside": "always"}.get(value, f"{value}-other")  # two fields take choices
     assert value is None
     return "set"
 

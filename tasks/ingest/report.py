@@ -9,7 +9,8 @@ from citesum.tasks.records import Problem, lost_pages, to_json
 
 # outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
 # not written (or not deleted); the run that reads the file as it is now writes it.
-STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "outdated", "failed")
+# skipped: an entry that is not a PDF this corpus ingests (a FIFO named x.pdf, a link out of the corpus).
+STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "outdated", "skipped", "failed")
 
 
 @dataclass(frozen=True)

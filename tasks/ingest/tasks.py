@@ -21,17 +21,17 @@ from prefect.cache_policies import NO_CACHE
 from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
+from citesum.tasks.ingest.names import path_text, text_path
 from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
 from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.report import DocumentOutcome
-from citesum.tasks.ingest.sources import discover_sources, is_current, source_for
+from citesum.tasks.ingest.sources import Discovery, Rejected, SourceError, discover_sources, is_current, source_for
 from citesum.tasks.policy import STEP
 from citesum.tasks.records import (
     ChunkedDocument,
     DocumentRecord,
     ExtractedDocument,
     Problem,
-    SourceFile,
     lost_pages,
 )
 from citesum.tasks.settings import Settings
@@ -76,6 +76,9 @@ def extract(job: Job, settings: Settings, password: str | None) -> Job:
         ocr=settings.chunking.ocr,
         ocr_language=settings.chunking.ocr_language,
         timeout=settings.ingest.document_timeout_seconds,
+        memory_mb=settings.ingest.extract_memory_mb,
+        max_pages=settings.ingest.max_pages,
+        ocr_max_pixels=settings.ingest.ocr_max_pixels,
     )
     seconds = time.perf_counter() - started
     get_run_logger().info(
@@ -227,7 +230,7 @@ def deletion_line(outcome: DocumentOutcome) -> str:
 
 
 def delete_if_gone(document_id: str, record: DocumentRecord | None, store: ChunkStore) -> DocumentOutcome:
-    if record is not None and Path(record.source).is_file():
+    if record is not None and text_path(record.source).is_file():
         return DocumentOutcome(
             document_id, record.source, "outdated", version=record.version, note="the file came back; not deleted"
         )
@@ -250,30 +253,49 @@ def refresh_indexes(store: ChunkStore, keep_versions: timedelta, writer: WriterS
     get_run_logger().info(f"refreshed the indexes of {store.uri}, {time.perf_counter() - started:.2f} s")
 
 
-def sources_to_ingest(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
+def sources_to_ingest(target: Path, settings: Settings) -> tuple[Discovery, Path | None]:
     """A folder is a full corpus run; a single file is ingested alone and deletes nothing.
 
-    A folder without a PDF is refused: a full run of it would delete every stored document (a corpus
-    folder gone empty, a wrong path); removing documents is ``citesum forget``'s job.
+    Entries that cannot be ingested (special files, links out of the corpus, unreadable files) are
+    returned as ``Rejected``, never raised: one bad entry does not stop the batch. A folder without a
+    PDF to ingest is refused: a full run of it would delete every stored document (a corpus folder gone
+    empty, a wrong path); removing documents is ``citesum forget``'s job.
     """
     if target.is_dir():
         root = target.resolve()
-        sources = discover_sources(root)
-        if not sources:
-            raise ConfigurationError(f"{target}: no PDF found")
-        return sources, root
-    if not target.exists():
+        found = discover_sources(
+            root, follow_symlinks=settings.ingest.follow_symlinks, max_bytes=settings.ingest.max_file_bytes
+        )
+        if not found.sources:
+            refused = (
+                f" ({len(found.rejected)} entries refused, e.g. {found.rejected[0].document_id})"
+                if found.rejected
+                else ""
+            )
+            raise ConfigurationError(f"{target}: no PDF found{refused}")
+        return found, root
+    if not target.exists() and not target.is_symlink():
         raise ConfigurationError(f"{target}: no such file or folder")
-    file = target.resolve()
-    root = corpus.resolve() if file.is_relative_to(corpus.resolve()) else file.parent
-    return [source_for(file, root)], None
+    file, corpus = target.resolve(), settings.ingest.corpus.resolve()
+    root = corpus if file.is_relative_to(corpus) else file.parent
+    try:
+        return Discovery([source_for(file, root, settings.ingest.max_file_bytes)], []), None
+    except SourceError as exc:
+        problem = (exc.kind, exc.message)
+    except OSError as exc:
+        problem = ("unreadable", f"cannot read the file: {exc.strerror}")
+    rejected = Rejected(path_text(file.relative_to(root).as_posix()), path_text(file), *problem)
+    return Discovery([], [rejected]), None
 
 
 @task(name="discover", task_run_name="discover {target}", cache_policy=NO_CACHE)
-def discover(target: Path, corpus: Path) -> tuple[list[SourceFile], Path | None]:
-    sources, root = sources_to_ingest(target, corpus)
+def discover(target: Path, settings: Settings) -> tuple[Discovery, Path | None]:
+    found, root = sources_to_ingest(target, settings)
+    refused = f", {len(found.rejected)} entries refused" if found.rejected else ""
     if root:
-        get_run_logger().info(f"found {len(sources)} PDFs in {root}")
+        get_run_logger().info(f"found {len(found.sources)} PDFs in {root}{refused}")
+    elif found.sources:
+        get_run_logger().info(f"one PDF, {found.sources[0].document_id}: nothing else is deleted")
     else:
-        get_run_logger().info(f"one PDF, {sources[0].document_id}: nothing else is deleted")
-    return sources, root
+        get_run_logger().info(f"one file, {found.rejected[0].document_id}, refused: {found.rejected[0].message}")
+    return found, root

@@ -55,7 +55,7 @@ def test_progress_reaches_a_callback_that_cannot_be_pickled(tmp_path, corpus):
 
     state = run_ingest(None, settings_for(tmp_path, folder), on_progress)
     assert state.is_completed()
-    assert set(ingest.parameters.properties) == {"path", "settings"}  # progress is no parameter of the run
+    assert set(ingest.parameters.properties) == {"path", "settings", "replace"}  # progress is no parameter
     total = len(placed) * len(STEPS)
     assert [done for *_, done, _ in seen] == list(range(1, total + 1)) and {t for *_, t in seen} == {total}
     assert {(step, doc) for step, doc, *_ in seen} == {(step, doc) for step in STEPS for doc in placed}

@@ -30,11 +30,13 @@ def extract_document(
     password: str | None = None,
     ocr: bool = True,
     ocr_language: str = "eng",
+    max_pages: int | None = None,
+    ocr_max_pixels: int = 25_000_000,
 ) -> ExtractedDocument:
     """Every page's text in reading order, with headings and a record of what went wrong.
 
     Raises ``DocumentError`` when the file cannot be read as a PDF at all (kinds:
-    empty_file, unreadable, not_pdf, corrupt, encrypted, no_pages), including a
+    empty_file, unreadable, not_pdf, corrupt, encrypted, no_pages, too_many_pages), including a
     damaged file that MuPDF repaired into nothing but blank pages (a truncated
     upload): storing it would supersede a good version with nothing. Otherwise a
     document whose pages are all lost is returned: each lost page carries a ``Problem``.
@@ -45,7 +47,11 @@ def extract_document(
     try:
         authenticate(doc, password, source)
         count = page_count(doc, source)
-        pages = [extract_page(doc, index, ocr, ocr_language) for index in range(count)]
+        if max_pages is not None and count > max_pages:
+            raise document_error(
+                source, "too_many_pages", f"{count:,} pages, over the limit of {max_pages:,} (CITESUM_MAX_PAGES)"
+            )
+        pages = [extract_page(doc, index, ocr, ocr_language, ocr_max_pixels) for index in range(count)]
         levels = heading_levels(pages, read_toc(doc))
         problems = _document_problems(doc) + tuple(p for page in pages for p in page.problems)
         if doc.is_repaired and all(_is_blank_result(page) for page in pages):

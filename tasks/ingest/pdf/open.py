@@ -5,38 +5,54 @@ Each failure raises the ``DocumentError`` that says why the file cannot be read.
 
 from __future__ import annotations
 
+import os
 import stringprep
 import unicodedata
 
 import pymupdf
 
 from citesum.tasks.errors import DocumentError
+from citesum.tasks.ingest.names import text_path
 from citesum.tasks.ingest.pdf import MUPDF_ERRORS
+from citesum.tasks.ingest.sources import SourceError, open_regular
 from citesum.tasks.records import SourceFile
 
 HEADER_BYTES = 1024  # readers accept "%PDF" anywhere in the first 1024 bytes (PDF Reference 1.7, H.3)
 
 
 def open_pdf(source: SourceFile) -> pymupdf.Document:
-    """Open the PDF or raise the ``DocumentError`` that says why it cannot be."""
-    head = _read_head(source)
+    """Open the PDF or raise the ``DocumentError`` that says why it cannot be.
+
+    MuPDF is given the descriptor's /proc path: it cannot take a file name that is not UTF-8, and
+    what was checked to be a regular file (a FIFO would block) is what it reads.
+    """
+    path = text_path(source.path)
     try:
+        fd = open_regular(path)
+    except SourceError as exc:
+        raise document_error(source, exc.kind, exc.message) from exc
+    except OSError as exc:
+        raise document_error(source, "unreadable", f"cannot read the file: {exc.strerror}") from exc
+    try:
+        head = _read_head(fd, source)
+        by_descriptor = f"/proc/self/fd/{fd}"
         # filetype="pdf": never read another format (an image renamed .pdf) as a document
-        doc = pymupdf.open(source.path, filetype="pdf")
+        doc = pymupdf.open(by_descriptor if os.path.exists(by_descriptor) else os.fspath(path), filetype="pdf")
     except MUPDF_ERRORS as exc:
         if b"%PDF" in head:
             raise document_error(source, "corrupt", "damaged beyond repair: MuPDF cannot open it") from exc
         raise document_error(source, "not_pdf", "not a PDF: no %PDF header and MuPDF cannot open it") from exc
+    finally:
+        os.close(fd)
     if not doc.is_pdf:
         doc.close()
         raise document_error(source, "not_pdf", "not a PDF (MuPDF reads it as another format)")
     return doc
 
 
-def _read_head(source: SourceFile) -> bytes:
+def _read_head(fd: int, source: SourceFile) -> bytes:
     try:
-        with open(source.path, "rb") as file:
-            head = file.read(HEADER_BYTES)
+        head = os.pread(fd, HEADER_BYTES, 0)
     except OSError as exc:
         raise document_error(source, "unreadable", f"cannot read the file: {exc.strerror}") from exc
     if not head:

@@ -1,13 +1,14 @@
-"""``extract_document`` in a spawned child process under a time limit, with MuPDF's errors kept, not printed.
+"""``extract_document`` in a spawned child process under a time and a memory limit, with MuPDF's errors kept.
 
-A hang or a crash inside MuPDF costs one document. The child imports this module, so it and
-the modules it imports stay light (PyMuPDF, stdlib, records, errors).
+A hang, a crash or a memory blow-up inside MuPDF costs one document. The child imports this module,
+so it and the modules it imports stay light (PyMuPDF, stdlib, records, errors).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import resource
 import traceback
 from dataclasses import replace
 
@@ -26,19 +27,26 @@ def extract_with_time_limit(
     ocr: bool = True,
     ocr_language: str = "eng",
     timeout: float,
+    memory_mb: int | None = None,
+    max_pages: int | None = None,
+    ocr_max_pixels: int = 25_000_000,
 ) -> ExtractedDocument:
     """``extract_document`` in a child process that is killed after ``timeout`` seconds.
 
     The child is spawned, never forked: the caller has threads (Prefect, torch) and
     a forked copy of their locks can deadlock. A hang or a crash in MuPDF becomes a
     ``DocumentError`` (kind "timeout" or "crashed") for this document alone. The
-    limit includes the child's start-up, about 0.35 s.
+    limit includes the child's start-up, about 0.35 s. With ``memory_mb`` the child's
+    address space is limited (RLIMIT_AS, inherited by the tesseract it runs): a document
+    that needs more fails with kind "memory_limit".
     """
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
+    options = {"password": password, "ocr": ocr, "ocr_language": ocr_language}
+    options |= {"max_pages": max_pages, "ocr_max_pixels": ocr_max_pixels}
     process = context.Process(
         target=_extract_in_child,
-        args=(sender, source, password, ocr, ocr_language),
+        args=(sender, source, options, memory_mb),
         name=f"extract {source.document_id}",
         daemon=True,
     )
@@ -50,21 +58,29 @@ def extract_with_time_limit(
         receiver.close()
         process.kill()  # a child that has sent its result is exiting anyway
         process.join()
-    return _unpack(outcome, source, timeout, process.exitcode)
+    return _unpack(outcome, source, timeout, process.exitcode, memory_mb)
+
+
+def limit_memory(memory_mb: int) -> None:
+    """Cap this process's address space; allocations past it fail (MemoryError, MuPDF's FzErrorMemory)."""
+    limit = memory_mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit if hard == resource.RLIM_INFINITY else min(limit, hard)))
 
 
 def _extract_in_child(
     sender: multiprocessing.connection.Connection,
     source: SourceFile,
-    password: str | None,
-    ocr: bool,
-    ocr_language: str,
+    options: dict,
+    memory_mb: int | None,
 ) -> None:
     # MuPDF prints its errors to stderr, where they name no file; kept instead, with the document they concern.
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
+    if memory_mb is not None:
+        limit_memory(memory_mb)
     try:
-        document = extract_document(source, password=password, ocr=ocr, ocr_language=ocr_language)
+        document = extract_document(source, **options)
         reported = mupdf_errors()
         if reported:
             document = replace(document, problems=(*document.problems, Problem("mupdf_errors", reported)))
@@ -72,6 +88,8 @@ def _extract_in_child(
     except DocumentError as exc:  # sent as fields: its constructor takes keyword arguments
         reported = mupdf_errors()
         outcome = ("document_error", exc.kind, f"{exc.message} ({reported})" if reported else exc.message)
+    except MemoryError:
+        outcome = ("memory_limit",)
     except Exception:  # any other failure goes to the parent, which raises it there
         outcome = ("exception", traceback.format_exc())
     sender.send(outcome)
@@ -98,8 +116,16 @@ def _receive(receiver: multiprocessing.connection.Connection, timeout: float) ->
         return ("died",)
 
 
-def _unpack(outcome: tuple, source: SourceFile, timeout: float, exitcode: int | None) -> ExtractedDocument:
+def _unpack(
+    outcome: tuple, source: SourceFile, timeout: float, exitcode: int | None, memory_mb: int | None
+) -> ExtractedDocument:
     match outcome:
+        case ("memory_limit",):
+            raise document_error(
+                source,
+                "memory_limit",
+                f"extraction needed more than its memory limit of {memory_mb} MiB (CITESUM_EXTRACT_MEMORY_MB)",
+            )
         case ("ok", document):
             return document
         case ("document_error", kind, message):
@@ -108,4 +134,5 @@ def _unpack(outcome: tuple, source: SourceFile, timeout: float, exitcode: int | 
             raise document_error(source, "timeout", f"extraction took longer than {timeout:g} s")
         case ("exception", text):
             raise RuntimeError(f"{source.document_id}: extraction failed in its child process:\n{text}")
-    raise document_error(source, "crashed", f"the extraction process died (exit code {exitcode})")
+    limit = f" under its memory limit of {memory_mb} MiB" if memory_mb is not None else ""
+    raise document_error(source, "crashed", f"the extraction process died{limit} (exit code {exitcode})")

@@ -1,0 +1,214 @@
+"""Hostile input without the engine: undecodable names, special files, links out of the corpus, conflicts,
+the OCR pixel cap, and the extraction child's page and memory limits (issue 10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from citesum.deployments.watch import Upload, Watcher
+from citesum.tasks.errors import DocumentError
+from citesum.tasks.ingest.names import path_text, text_path
+from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
+from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.ingest.sources import SourceError, discover_sources, hash_file, source_for
+from citesum.tasks.records import DocumentRecord, SourceFile
+
+BAD_NAME = os.fsdecode(b"bad-\xff-name.pdf")  # a byte that is not UTF-8, as Linux file systems allow
+
+
+def write_pdf(path: Path, text: str, pages: int = 1) -> Path:
+    doc = pymupdf.open()
+    for n in range(pages):
+        doc.new_page().insert_text((72, 72), f"{text} page {n + 1}")
+    path.write_bytes(doc.tobytes())  # MuPDF cannot take a name that is not UTF-8
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    [BAD_NAME, "plain.pdf", "50% off.pdf", "100%FF.pdf", "%25.pdf", os.fsdecode(b"%\xff%41\xfe.pdf"), "ü #x.pdf"],
+)
+def test_names_become_text_that_turns_back_into_the_same_name(name):
+    text = path_text(name)
+    text.encode("utf-8")  # no surrogate left: LanceDB, JSON and Prefect accept it
+    assert text_path(text) == Path(name)
+
+
+def test_ordinary_names_are_their_own_text():
+    assert path_text("contracts/ü #x 50% off.pdf") == "contracts/ü #x 50% off.pdf"
+    assert path_text(BAD_NAME) == "bad-%FF-name.pdf"
+
+
+def test_an_undecodable_name_is_discovered_under_a_text_id(tmp_path):
+    write_pdf(tmp_path / BAD_NAME, "bad name")
+    [source] = discover_sources(tmp_path).sources
+    assert source.document_id == "bad-%FF-name.pdf"
+    json.dumps(source.path, ensure_ascii=False).encode("utf-8")
+    assert text_path(source.path) == tmp_path / BAD_NAME
+
+
+def test_special_files_are_rejected_without_blocking(tmp_path):
+    write_pdf(tmp_path / "good.pdf", "good")
+    os.mkfifo(tmp_path / "fifo.pdf")  # opening it for reading would wait for a writer forever
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock.pdf"))
+    (tmp_path / "folder.pdf").mkdir()
+    write_pdf(tmp_path / "folder.pdf" / "inner.pdf", "inner")
+    try:
+        found = discover_sources(tmp_path)
+    finally:
+        server.close()
+    assert [s.document_id for s in found.sources] == ["folder.pdf/inner.pdf", "good.pdf"]
+    assert {(r.document_id, r.kind) for r in found.rejected} == {
+        ("fifo.pdf", "not_regular"),
+        ("sock.pdf", "not_regular"),
+    }
+    assert not any(r.fails for r in found.rejected)
+    with pytest.raises(SourceError, match="FIFO"):
+        hash_file(tmp_path / "fifo.pdf")
+
+
+def test_a_file_changing_while_hashed_is_refused(tmp_path):
+    path = tmp_path / "growing.pdf"
+    with open(path, "wb") as file:
+        file.truncate(256 << 20)  # sparse: hashing it takes a while, writing it takes no room
+    stop = threading.Event()
+
+    def touch():
+        ns = 1
+        while not stop.is_set():
+            os.utime(path, ns=(ns, ns))
+            ns += 1
+
+    toucher = threading.Thread(target=touch)
+    toucher.start()
+    try:
+        with pytest.raises(SourceError, match="changed while it was read") as caught:
+            hash_file(path)
+    finally:
+        stop.set()
+        toucher.join()
+    assert caught.value.kind == "changed_while_read"
+
+
+def test_a_file_over_the_size_limit_fails_unread(tmp_path):
+    write_pdf(tmp_path / "big.pdf", "big")
+    write_pdf(tmp_path / "small.pdf", "s")
+    limit = (tmp_path / "big.pdf").stat().st_size - 1
+    (tmp_path / "small.pdf").write_bytes((tmp_path / "small.pdf").read_bytes()[:limit])
+    found = discover_sources(tmp_path, max_bytes=limit)
+    assert [s.document_id for s in found.sources] == ["small.pdf"]
+    [rejected] = found.rejected
+    assert (rejected.document_id, rejected.kind, rejected.fails) == ("big.pdf", "too_large", True)
+    assert "CITESUM_MAX_FILE_BYTES" in rejected.message
+
+
+def test_links_out_of_the_corpus_are_not_followed_unless_asked(tmp_path):
+    corpus, outside = tmp_path / "corpus", tmp_path / "outside"
+    corpus.mkdir()
+    outside.mkdir()
+    write_pdf(outside / "secret.pdf", "secret")
+    write_pdf(corpus / "good.pdf", "good")
+    (corpus / "secret.pdf").symlink_to(outside / "secret.pdf")
+    (corpus / "out").symlink_to(outside)
+    (corpus / "inner.pdf").symlink_to(corpus / "good.pdf")  # stays inside: followed
+    (corpus / "loop").symlink_to(corpus)
+    (corpus / "dangling.pdf").symlink_to(tmp_path / "nothing.pdf")
+
+    found = discover_sources(corpus)
+    assert [s.document_id for s in found.sources] == ["good.pdf", "inner.pdf"]
+    kinds = {r.document_id: r.kind for r in found.rejected}
+    assert kinds == {
+        "secret.pdf": "outside_corpus",
+        "out": "outside_corpus",
+        "loop": "symlink_loop",
+        "dangling.pdf": "broken_link",
+    }
+    always = discover_sources(corpus, follow_symlinks="always")
+    assert {s.document_id for s in always.sources} == {"good.pdf", "inner.pdf", "secret.pdf", "out/secret.pdf"}
+
+
+def record(doc_id: str, version: str, source: str) -> DocumentRecord:
+    return DocumentRecord(doc_id, version, source, pages=1, chunks=1, status="ok", settings="s1")
+
+
+def test_an_id_held_by_another_file_that_still_exists_is_a_conflict():
+    stored = {"msa.pdf": record("msa.pdf", "v1", "/corpus/msa.pdf")}
+    other = SourceFile("msa.pdf", "/other/msa.pdf", "v2")
+    plan = plan_ingest([other], stored, settings_fingerprint="s1", corpus_root=Path("/other"), exists=lambda p: True)
+    assert plan.work == () and [c.held_by for c in plan.conflicts] == ["/corpus/msa.pdf"]
+    assert "--replace" in plan.conflicts[0].message
+    replaced = plan_ingest(
+        [other], stored, settings_fingerprint="s1", corpus_root=None, replace_conflicts=True, exists=lambda p: True
+    )
+    assert [w.status for w in replaced.work] == ["updated"] and replaced.conflicts == ()
+    moved = plan_ingest([other], stored, settings_fingerprint="s1", corpus_root=None, exists=lambda p: False)
+    assert [w.status for w in moved.work] == ["updated"]  # the old file is gone: the corpus moved
+
+
+def test_an_unreadable_file_is_never_deleted_from_the_store():
+    stored = {"locked.pdf": record("locked.pdf", "v1", "/corpus/locked.pdf")}
+    plan = plan_ingest([], stored, settings_fingerprint="s1", corpus_root=Path("/corpus"), held=["locked.pdf"])
+    assert plan.deletions == ()
+
+
+def giant_image_page(path: Path) -> Path:
+    """A 200 x 200 inch page (PDF's largest) holding only an image: no text layer, so it is OCRed."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=14_400, height=14_400)
+    image = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 64, 64), False)
+    image.clear_with(200)
+    image.set_rect(pymupdf.IRect(8, 8, 56, 56), (0, 0, 0))
+    page.insert_image(page.rect, pixmap=image)
+    doc.save(path)
+    return path
+
+
+def test_a_giant_page_is_ocred_within_the_pixel_cap_and_reported(tmp_path):
+    source = source_for(giant_image_page(tmp_path / "giant.pdf"), tmp_path)
+    document = extract_with_time_limit(source, timeout=120, memory_mb=1024, ocr_max_pixels=4_000_000)
+    [problem] = document.problems
+    assert problem.page == 1 and "pixel cap" in problem.message and "dpi" in problem.message
+
+
+def test_a_document_past_the_memory_limit_fails_with_its_kind(tmp_path):
+    source = source_for(giant_image_page(tmp_path / "giant.pdf"), tmp_path)
+    # 300 dpi over the whole page without a cap that binds: far past the 512 MiB the child may use
+    with pytest.raises(DocumentError) as caught:
+        extract_with_time_limit(source, timeout=120, memory_mb=512, ocr_max_pixels=10**12)
+    assert caught.value.kind == "memory_limit" and "512 MiB" in caught.value.message
+
+
+def test_a_document_over_the_page_limit_fails(tmp_path):
+    source = source_for(write_pdf(tmp_path / "long.pdf", "long", pages=5), tmp_path)
+    with pytest.raises(DocumentError) as caught:
+        extract_with_time_limit(source, timeout=60, max_pages=4)
+    assert caught.value.kind == "too_many_pages" and "CITESUM_MAX_PAGES" in caught.value.message
+    assert len(extract_with_time_limit(source, timeout=60, max_pages=5).pages) == 5
+
+
+def test_watch_leaves_links_and_fifos_and_reports_them_once(tmp_path):
+    inbox, corpus, outside = tmp_path / "inbox", tmp_path / "corpus", tmp_path / "outside"
+    for folder in (inbox, outside):
+        folder.mkdir()
+    write_pdf(outside / "secret.pdf", "secret")
+    (inbox / "planted.pdf").symlink_to(outside / "secret.pdf")
+    os.mkfifo(inbox / "pipe.pdf")
+    write_pdf(inbox / BAD_NAME, "bad name upload")
+    announced: list[Upload] = []
+    watcher = Watcher(inbox, corpus, announced.append, quiet_seconds=0)
+    first, second, third = watcher.poll(), watcher.poll(), watcher.poll()
+    assert sorted((u.document_id, u.status) for u in first) == [("pipe.pdf", "refused"), ("planted.pdf", "refused")]
+    assert [(u.document_id, u.status) for u in second] == [("bad-%FF-name.pdf", "announced")]
+    assert third == []
+    assert [u.document_id for u in announced] == ["bad-%FF-name.pdf"]
+    assert (inbox / "planted.pdf").is_symlink() and (inbox / "pipe.pdf").exists()
+    assert not (corpus / "planted.pdf").exists() and not (corpus / "pipe.pdf").exists()
+    assert (corpus / BAD_NAME).is_file()

@@ -87,8 +87,9 @@ def active_slots(env: dict[str, str]) -> int:
 
 
 def ingest(corpus: Path, db: Path, env: dict[str, str], wait_seconds: int) -> subprocess.CompletedProcess:
+    # --verbose: the slot recovery is an engine log line, on the terminal only then; --json: notes whole
     return subprocess.run(
-        [BIN / "citesum", "ingest", str(corpus), "--db", str(db)],
+        [BIN / "citesum", "--verbose", "ingest", str(corpus), "--db", str(db), "--json"],
         env={**env, "CITESUM_WRITER_WAIT_SECONDS": str(wait_seconds)},
         capture_output=True,
         text=True,

@@ -62,6 +62,12 @@ def reporting_progress(callback: Progress | None) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
+def progress_callback() -> Progress | None:
+    """The callback of ``reporting_progress`` around this run, if any. A function, not the variable itself, in
+    the flow body: Dask pickles the flow function by value, and a ContextVar among its globals cannot be pickled."""
+    return _PROGRESS.get()
+
+
 # The runner and worker count of the settings, also in runs loaded from this module (citesum serve, workers).
 @flow(name="ingest", task_runner=ConfiguredTaskRunner())
 def ingest(path: str | None = None, settings: Settings | None = None, replace: bool = False):
@@ -87,7 +93,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
         replace_conflicts=replace,
     )
     passwords = load_passwords(settings.ingest.passwords_file)
-    steps = StepTracker(len(plan.work), _PROGRESS.get())
+    steps = StepTracker(len(plan.work), progress_callback())
 
     jobs = [Job(item) for item in plan.work]
     jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)

@@ -80,11 +80,6 @@ def assert_same_store(dask_db: Path, by_threads: dict) -> None:
     np.testing.assert_allclose(on_dask["vectors"], by_threads["vectors"], atol=1e-5)
 
 
-def model_loads() -> tuple[int, int]:
-    """(process id, models this process loaded): runs on a Dask worker."""
-    return os.getpid(), load_embedder.cache_info().misses
-
-
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
     """Two worker processes of one thread, as an operator would start them for citesum (non-daemonic:
@@ -101,15 +96,20 @@ def cluster() -> Iterator[LocalCluster]:
 
 def loads_per_worker(client: Client) -> dict[int, int]:
     workers = list(client.scheduler_info()["workers"])
-    futures = [client.submit(model_loads, workers=[w], allow_other_workers=False, pure=False) for w in workers]
-    return dict(f.result(timeout=WAIT) for f in futures)
+    # (process id, models that process loaded). The probes are functions of the standard library and of citesum:
+    # the workers import the installed citesum, not this test module (pytest's importlib mode keeps tests/ off
+    # their sys.path).
+    on = {"allow_other_workers": False, "pure": False}
+    pids = [client.submit(os.getpid, workers=[w], **on) for w in workers]
+    caches = [client.submit(load_embedder.cache_info, workers=[w], **on) for w in workers]
+    return {p.result(timeout=WAIT): c.result(timeout=WAIT).misses for p, c in zip(pids, caches, strict=True)}
 
 
 def task_run_states(flow_run_id: UUID, name: str) -> list[str]:
     """States of a flow run's task runs of one task, as the test's Prefect API recorded them."""
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-    return [r.state.type.value for r in runs if r.name.startswith(f"{name}-")]
+    return [r.state.type.value for r in runs if r.name.startswith(f"{name} ")]  # "write agreement.pdf"
 
 
 def test_worker_processes_store_what_threads_store_and_load_the_model_once(cluster, by_threads, folder, tmp_path):

@@ -51,6 +51,7 @@ def result(summaries: dict[str, tuple[Claim, ...]], *, gold=(("a.pdf", 4),), ans
         id="q",
         source="s",
         answerable=bool(gold),
+        unanswerable=not gold and answer is None,
         short_answer=short,
         evidence_hit=hit,
         selection_seconds=0.1,
@@ -107,7 +108,8 @@ def test_an_unanswerable_question_answered_not_stated_counts_as_abstaining():
     abstains = result({"citesum": (Claim(NOT_STATED, (), not_stated=True),)}, gold=(), answer=None)
     answers = result({"citesum": (claim("Ulaanbaatar.", cite("a.pdf", 1)),)}, gold=(), answer=None)
     silent = result({}, gold=(), answer=None)  # no sentence at all is not an answer "not stated"
-    assert figures([abstains, answers, silent], 8)["unanswerable"] == {
+    no_page = result({"citesum": abstains.summaries["citesum"].claims}, gold=(), answer="2007")  # neither group
+    assert figures([abstains, answers, silent, no_page], 8)["unanswerable"] == {
         "questions": 3,
         "not_stated": pytest.approx(1 / 3),
     }
@@ -285,6 +287,9 @@ def test_cli_eval_summaries_json_shape(prefect_engine, tmp_path, sample):
         },
         {"id": "q2", "question": "What is the capital of Mongolia?", "answer": None, "evidence": []}
         | {"source": "sample", "kind": "none"},
+        # a document but no page: neither scored against gold pages nor counted as unanswerable
+        {"id": "q3", "question": "When was it signed?", "answer": "2024"}
+        | {"evidence": [{"document": "services_agreement.pdf", "pages": []}], "source": "sample", "kind": "date"},
     ]
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(json.dumps(r) for r in rows))
@@ -303,7 +308,7 @@ def test_cli_eval_summaries_json_shape(prefect_engine, tmp_path, sample):
         "by_source",
         "settings",
     }
-    assert report["questions"] == 2 and report["answerable"] == 1
+    assert report["questions"] == 3 and report["answerable"] == 1
     assert report["unanswerable"]["questions"] == 1 and 0.0 <= report["unanswerable"]["not_stated"] <= 1.0
     assert set(report["methods"]) == {"citesum", "lexrank", "lead"}
     for figures_of in report["methods"].values():
@@ -321,5 +326,5 @@ def test_cli_eval_summaries_json_shape(prefect_engine, tmp_path, sample):
         assert all(0.0 <= figures_of[k] <= 1.0 for k in ("cited_page_precision", "gold_page_recall", "answer_found"))
     counts = {m: f["sentences_per_summary"] for m, f in report["methods"].items()}
     assert counts["citesum"] >= 1 and counts["lexrank"] == counts["lead"] == counts["citesum"]
-    assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 2
+    assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 3
     assert report["settings"]["synthesizer"] == "extractive"

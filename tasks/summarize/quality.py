@@ -21,7 +21,8 @@ method. Figures per method, over the answerable questions:
   per summary, and latency: the shared retrieval and rerank plus the method's own step.
 
 Beside them, the run's evidence hit@N: what the summaries could have cited. For unanswerable
-questions (no evidence pages), the share that citesum answers "Not stated in the evidence." only.
+questions (``answer: null`` and no evidence), the share that citesum answers "Not stated in the
+evidence.". A row that names a document but no page is in neither group.
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ class QualityResult:
 
     id: str
     source: str
-    answerable: bool
+    answerable: bool  # has gold pages: scored against them
+    unanswerable: (
+        bool  # no answer and no evidence: scored on abstaining (a row naming a document but no page is neither)
+    )
     short_answer: bool
     evidence_hit: bool
     selection_seconds: float  # retrieval and rerank, shared by the three methods
@@ -265,6 +269,7 @@ def run_question(
         id=question.id,
         source=question.source,
         answerable=answerable,
+        unanswerable=question.answer is None and not question.evidence,
         short_answer=answerable and is_short_answer(question),
         evidence_hit=answerable and first_correct(question, [e.candidate for e in evidence]) is not None,
         selection_seconds=selected - started,
@@ -301,7 +306,7 @@ def method_figures(results: Sequence[QualityResult], method: str) -> dict:
 
 def figures(results: Sequence[QualityResult], evidence_k: int) -> dict:
     scored = [r for r in results if r.answerable]
-    unanswerable = [r for r in results if not r.answerable]
+    unanswerable = [r for r in results if r.unanswerable]
     return {
         "questions": len(results),
         "answerable": len(scored),

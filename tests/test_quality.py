@@ -198,8 +198,8 @@ def test_lexrank_picks_verbatim_evidence_sentences_each_citing_its_own_chunk():
     by_label = {e.label: e for e in chunks}
     for c in claims:
         (citation,) = c.citations
-        assert c.text in by_label[citation.label].candidate.text
-        assert (citation.page_start, citation.page_end) == (by_label[citation.label].candidate.page_start,) * 2
+        assert c.text in by_label[citation.label].candidate.chunk.text
+        assert (citation.page_start, citation.page_end) == (by_label[citation.label].candidate.chunk.page_start,) * 2
     pool = [s for text in CLAUSES for s in text.split(". ")]
     positions = [next(i for i, s in enumerate(pool) if c.text.startswith(s.rstrip("."))) for c in claims]
     assert positions == sorted(positions)  # in evidence order
@@ -219,8 +219,7 @@ def test_lexrank_takes_a_sentence_repeated_by_overlapping_chunks_once():
 
 @pytest.fixture
 def store(tmp_path, embedder):
-    s = LanceStore(str(tmp_path / "db"))
-    s.check_model(embedder.name, embedder.dimension)
+    s = LanceStore.open_or_create(str(tmp_path / "db"), embedder.name, embedder.dimension)
     chunks = [Chunk("a.pdf", "v1", "/corpus/a.pdf", p, p, "", t, p - 1) for p, t in enumerate(CLAUSES * 2, 1)]
     record = DocumentRecord("a.pdf", "v1", "/corpus/a.pdf", len(chunks), len(chunks), "ok", embed_model="m")
     s.supersede(record, chunks, embedder.embed([c.embedding_text for c in chunks]))

@@ -75,9 +75,7 @@ class QualityResult:
     id: str
     source: str
     answerable: bool  # has gold pages: scored against them
-    unanswerable: (
-        bool  # no answer and no evidence: scored on abstaining (a row naming a document but no page is neither)
-    )
+    unanswerable: bool  # no answer, no evidence: scored on abstaining (a document but no page is neither)
     short_answer: bool
     evidence_hit: bool
     selection_seconds: float  # retrieval and rerank, shared by the three methods
@@ -96,12 +94,8 @@ def _chunk_sentences(item: Evidence) -> list[str]:
 
 def lead(evidence: Sequence[Evidence], count: int) -> tuple[Claim, ...]:
     """The first sentence of each evidence chunk in rank order, the first ``count`` of them."""
-    claims = []
-    for item in evidence:
-        first = next(iter(_chunk_sentences(item)), None)
-        if first:
-            claims.append(Claim(first, (Citation.of(item),)))
-    return tuple(claims[:count])
+    firsts = [(sentences[0], item) for item in evidence if (sentences := _chunk_sentences(item))]
+    return tuple(Claim(text, (Citation.of(item),)) for text, item in firsts[:count])
 
 
 class _Words:
@@ -328,6 +322,15 @@ def _latency(seconds: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(seconds) if seconds else 0.0, "p90": percentile(seconds, 0.9)}
 
 
+_TABLE_ROWS = (
+    ("cited_page_precision", "cited-page precision"),
+    ("gold_page_recall", "gold-page recall"),
+    ("answer_found", "answer found (short answers)"),
+    ("repeated_sentences", "repeated sentences"),
+    ("sentences_per_summary", "sentences per summary"),
+)
+
+
 @dataclass(frozen=True)
 class QualityReport:
     results: tuple[QualityResult, ...]
@@ -352,29 +355,16 @@ class QualityReport:
 
     def table_rows(self) -> list[list[str]]:
         """Per method its figures, then evidence hit@N and the unanswerable share (a rich Table)."""
-        columns = [figures(self.results, self.evidence_k)] + [
-            figures(rs, self.evidence_k) for rs in self.by_source().values()
-        ]
-        names = [
-            ("cited_page_precision", "cited-page precision"),
-            ("gold_page_recall", "gold-page recall"),
-            ("answer_found", "answer found (short answers)"),
-            ("repeated_sentences", "repeated sentences"),
-            ("sentences_per_summary", "sentences per summary"),
-        ]
+        groups = [self.results, *self.by_source().values()]
+        columns = [figures(rs, self.evidence_k) for rs in groups]
         rows = [
             [f"{method} {label}", *(cell(f["methods"][method][key]) for f in columns)]
             for method in METHODS
-            for key, label in names
+            for key, label in _TABLE_ROWS
         ]
-        rows += [
-            [f"{m} latency median / p90 (s)"]
-            + [
-                f"{f['methods'][m]['latency_s']['median']:.3f} / {f['methods'][m]['latency_s']['p90']:.3f}"
-                for f in columns
-            ]
-            for m in METHODS
-        ]
+        for m in METHODS:
+            latency = [f["methods"][m]["latency_s"] for f in columns]
+            rows.append([f"{m} latency median / p90 (s)", *(f"{x['median']:.3f} / {x['p90']:.3f}" for x in latency)])
         hit = f"evidence_hit@{self.evidence_k}"
         rows.append([f"evidence hit@{self.evidence_k}", *(cell(f[hit]) for f in columns)])
         rows.append(["short-answer questions", *(str(f["methods"]["citesum"]["short_answers"]) for f in columns)])

@@ -263,12 +263,16 @@ def evaluate(
     pdfs: Annotated[Path, typer.Option("--pdfs", help="Folder holding the questions' PDFs.")],
     db: DbOption = None,
     json_output: JsonOption = False,
+    summaries: Annotated[
+        bool, typer.Option("--summaries", help="Measure query summaries against LexRank and lead baselines instead.")
+    ] = False,
 ):
-    """Measure retrieval and rerank against questions with known evidence pages."""
+    """Measure retrieval and rerank (or, with --summaries, summaries) against questions with known evidence pages."""
     from citesum.tasks.embed import load_embedder
     from citesum.tasks.ingest.tasks import sources_to_ingest
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize import evaluate as evaluation
+    from citesum.tasks.summarize import quality
     from citesum.tasks.summarize.rerank import load_reranker
 
     settings = make_settings(db=db, corpus=pdfs)
@@ -278,13 +282,9 @@ def evaluate(
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
     embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
-    figures = evaluation.evaluate(
-        checked,
-        LanceStore.open(settings.store.db),
-        embedder,
-        load_reranker(settings.summarize.reranker, embedder),
-        settings,
-    )
+    run = quality.evaluate_summaries if summaries else evaluation.evaluate
+    store, reranker = LanceStore.open(settings.store.db), load_reranker(settings.summarize.reranker, embedder)
+    figures = run(checked, store, embedder, reranker, settings)
     if json_output:
         print(json.dumps(figures.to_json(), indent=2))
         return

@@ -233,7 +233,7 @@ def _groups(results: Sequence[QuestionResult], key: Callable[[QuestionResult], s
     return dict(sorted(groups.items()))
 
 
-def _percentile(values: Sequence[float], share: float) -> float:
+def percentile(values: Sequence[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
@@ -249,7 +249,7 @@ class EvalReport:
     def latency(self) -> dict[str, float]:
         seconds = [r.seconds for r in self.results]
         median = statistics.median(seconds) if seconds else 0.0
-        return {"median": median, "p90": _percentile(seconds, 0.9)}
+        return {"median": median, "p90": percentile(seconds, 0.9)}
 
     def to_json(self) -> dict:
         return {
@@ -268,7 +268,7 @@ class EvalReport:
         """One row per metric: overall, then by source, then by kind (for a rich Table)."""
         columns = [self.results, *_groups(self.results, _source).values(), *_groups(self.results, _kind).values()]
         flat = [_flatten(metrics(rs, self.evidence_k)) for rs in columns]
-        rows = [[name] + [_cell(f[name]) for f in flat] for name in flat[0]]
+        rows = [[name] + [cell(f[name]) for f in flat] for name in flat[0]]
         latency = self.latency()
         rows.append(["latency median / p90 (s)", f"{latency['median']:.3f} / {latency['p90']:.3f}"])
         return rows
@@ -292,7 +292,7 @@ def _flatten(figures: dict) -> dict[str, float]:
     return flat
 
 
-def _cell(value: float) -> str:
+def cell(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3f}"
 
 
@@ -315,10 +315,10 @@ def evaluate(
         results.append(result)
         if on_result is not None:
             on_result(result)
-    return EvalReport(tuple(results), settings.summarize.evidence, _provenance(embedder, reranker, settings))
+    return EvalReport(tuple(results), settings.summarize.evidence, provenance(embedder, reranker, settings))
 
 
-def _provenance(embedder: Embedder, reranker: Reranker, settings: Settings) -> dict:
+def provenance(embedder: Embedder, reranker: Reranker, settings: Settings) -> dict:
     return {
         "embed_model": embedder.name,
         "reranker": getattr(reranker, "name", type(reranker).__name__),

@@ -19,6 +19,7 @@ from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
 from citesum.tasks.ingest.plan import plan_ingest
 from citesum.tasks.ingest.sources import SourceError, discover_sources, hash_file, source_for
 from citesum.tasks.records import DocumentRecord, SourceFile
+from tests import hostile_cases
 
 BAD_NAME = os.fsdecode(b"bad-\xff-name.pdf")  # a byte that is not UTF-8, as Linux file systems allow
 
@@ -159,27 +160,20 @@ def test_an_unreadable_file_is_never_deleted_from_the_store():
     assert plan.deletions == ()
 
 
-def giant_image_page(path: Path) -> Path:
-    """A 200 x 200 inch page (PDF's largest) holding only an image: no text layer, so it is OCRed."""
-    doc = pymupdf.open()
-    page = doc.new_page(width=14_400, height=14_400)
-    image = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 64, 64), False)
-    image.clear_with(200)
-    image.set_rect(pymupdf.IRect(8, 8, 56, 56), (0, 0, 0))
-    page.insert_image(page.rect, pixmap=image)
-    doc.save(path)
+def giant_pdf(path: Path) -> Path:
+    path.write_bytes(hostile_cases.giant_image_page())
     return path
 
 
 def test_a_giant_page_is_ocred_within_the_pixel_cap_and_reported(tmp_path):
-    source = source_for(giant_image_page(tmp_path / "giant.pdf"), tmp_path)
+    source = source_for(giant_pdf(tmp_path / "giant.pdf"), tmp_path)
     document = extract_with_time_limit(source, timeout=120, memory_mb=1024, ocr_max_pixels=4_000_000)
     [problem] = document.problems
     assert problem.page == 1 and "pixel cap" in problem.message and "dpi" in problem.message
 
 
 def test_a_document_past_the_memory_limit_fails_with_its_kind(tmp_path):
-    source = source_for(giant_image_page(tmp_path / "giant.pdf"), tmp_path)
+    source = source_for(giant_pdf(tmp_path / "giant.pdf"), tmp_path)
     # 300 dpi over the whole page without a cap that binds: far past the 512 MiB the child may use
     with pytest.raises(DocumentError) as caught:
         extract_with_time_limit(source, timeout=120, memory_mb=512, ocr_max_pixels=10**12)

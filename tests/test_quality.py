@@ -3,14 +3,8 @@ the cut to citesum's sentence count, and `citesum eval --summaries --json` on th
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
-from prefect.testing.utilities import prefect_test_harness
-from typer.testing import CliRunner
 
-from citesum.deployments.cli import app
 from citesum.tasks.records import Chunk, DocumentRecord
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
@@ -258,72 +252,3 @@ class _Capped:
 
     def merge(self, request):
         return self._inner.merge(request)
-
-
-# -- the command line ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def prefect_engine(tmp_path_factory):
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-def test_cli_eval_summaries_json_shape(prefect_engine, tmp_path, sample):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    placed = sample.services_agreement(corpus / "services_agreement.pdf")  # the sample corpus's agreement
-    notice = next(p for p in placed if "12.2 Notice" in p.heading)
-    rows = [
-        {
-            "id": "q1",
-            "question": "How many days of notice does termination for convenience need?",
-            "answer": "30",
-            "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
-            "source": "sample",
-            "kind": "text",
-        },
-        {"id": "q2", "question": "What is the capital of Mongolia?", "answer": None, "evidence": []}
-        | {"source": "sample", "kind": "none"},
-        # a document but no page: neither scored against gold pages nor counted as unanswerable
-        {"id": "q3", "question": "When was it signed?", "answer": "2024"}
-        | {"evidence": [{"document": "services_agreement.pdf", "pages": []}], "source": "sample", "kind": "date"},
-    ]
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text("\n".join(json.dumps(r) for r in rows))
-
-    result = CliRunner().invoke(
-        app, ["eval", str(questions), "--pdfs", str(corpus), "--db", str(tmp_path / "db"), "--summaries", "--json"]
-    )
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    assert set(report) == {
-        "questions",
-        "answerable",
-        "evidence_hit@8",
-        "methods",
-        "unanswerable",
-        "by_source",
-        "settings",
-    }
-    assert report["questions"] == 3 and report["answerable"] == 1
-    assert report["unanswerable"]["questions"] == 1 and 0.0 <= report["unanswerable"]["not_stated"] <= 1.0
-    assert set(report["methods"]) == {"citesum", "lexrank", "lead"}
-    for figures_of in report["methods"].values():
-        assert set(figures_of) == {
-            "cited_page_precision",
-            "citations",
-            "gold_page_recall",
-            "answer_found",
-            "short_answers",
-            "repeated_sentences",
-            "sentences_per_summary",
-            "latency_s",
-        }
-        assert figures_of["short_answers"] == 1 and figures_of["latency_s"]["median"] > 0
-        assert all(0.0 <= figures_of[k] <= 1.0 for k in ("cited_page_precision", "gold_page_recall", "answer_found"))
-    counts = {m: f["sentences_per_summary"] for m, f in report["methods"].items()}
-    assert counts["citesum"] >= 1 and counts["lexrank"] == counts["lead"] == counts["citesum"]
-    assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 3
-    assert report["settings"]["synthesizer"] == "extractive"

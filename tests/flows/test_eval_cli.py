@@ -1,0 +1,72 @@
+"""`citesum eval --summaries` through the engine, against the session's test server (tests/flows/conftest.py).
+
+It lives here, not beside the quality scorers, so it runs on the session's one server: a second test harness
+opened in tests/ while the session's one was still up left this test waiting 900 s for the writer slot in CI.
+"""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from citesum.deployments.cli import app
+
+
+def test_cli_eval_summaries_json_shape(tmp_path, sample):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    placed = sample.services_agreement(corpus / "services_agreement.pdf")  # the sample corpus's agreement
+    notice = next(p for p in placed if "12.2 Notice" in p.heading)
+    rows = [
+        {
+            "id": "q1",
+            "question": "How many days of notice does termination for convenience need?",
+            "answer": "30",
+            "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
+            "source": "sample",
+            "kind": "text",
+        },
+        {"id": "q2", "question": "What is the capital of Mongolia?", "answer": None, "evidence": []}
+        | {"source": "sample", "kind": "none"},
+        # a document but no page: neither scored against gold pages nor counted as unanswerable
+        {"id": "q3", "question": "When was it signed?", "answer": "2024"}
+        | {"evidence": [{"document": "services_agreement.pdf", "pages": []}], "source": "sample", "kind": "date"},
+    ]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(r) for r in rows))
+
+    result = CliRunner().invoke(
+        app, ["eval", str(questions), "--pdfs", str(corpus), "--db", str(tmp_path / "db"), "--summaries", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {
+        "questions",
+        "answerable",
+        "evidence_hit@8",
+        "methods",
+        "unanswerable",
+        "by_source",
+        "settings",
+    }
+    assert report["questions"] == 3 and report["answerable"] == 1
+    assert report["unanswerable"]["questions"] == 1 and 0.0 <= report["unanswerable"]["not_stated"] <= 1.0
+    assert set(report["methods"]) == {"citesum", "lexrank", "lead"}
+    for figures_of in report["methods"].values():
+        assert set(figures_of) == {
+            "cited_page_precision",
+            "citations",
+            "gold_page_recall",
+            "answer_found",
+            "short_answers",
+            "repeated_sentences",
+            "sentences_per_summary",
+            "latency_s",
+        }
+        assert figures_of["short_answers"] == 1 and figures_of["latency_s"]["median"] > 0
+        assert all(0.0 <= figures_of[k] <= 1.0 for k in ("cited_page_precision", "gold_page_recall", "answer_found"))
+    counts = {m: f["sentences_per_summary"] for m, f in report["methods"].items()}
+    assert counts["citesum"] >= 1 and counts["lexrank"] == counts["lead"] == counts["citesum"]
+    assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 3
+    assert report["settings"]["synthesizer"] == "extractive"

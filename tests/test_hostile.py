@@ -160,6 +160,54 @@ def test_an_unreadable_file_is_never_deleted_from_the_store():
     assert plan.deletions == ()
 
 
+@pytest.fixture
+def open_folder():
+    """A folder the unprivileged user may enter (pytest's tmp_path lies under a folder only its owner may)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="citesum-perm-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in folder.rglob("*"):
+        path.chmod(0o755)
+    shutil.rmtree(folder)
+
+
+def _discover_as_nobody(root: Path, sent) -> None:
+    """In a forked child: drop to the unprivileged user (root reads anything), then discover."""
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+    found = discover_sources(root)
+    sent.send(([s.document_id for s in found.sources], [(r.document_id, r.kind, r.message) for r in found.rejected]))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork to drop privileges in a child")
+def test_files_and_folders_that_cannot_be_read_are_reported_and_the_rest_discovered(open_folder):
+    import multiprocessing
+
+    corpus = open_folder / "corpus"
+    (corpus / "closed").mkdir(parents=True)
+    write_pdf(corpus / "open.pdf", "readable")
+    write_pdf(corpus / "locked.pdf", "not readable").chmod(0o000)
+    write_pdf(corpus / "closed" / "inside.pdf", "in a folder that cannot be listed")
+    (corpus / "closed").chmod(0o000)
+    if os.geteuid() != 0:
+        pytest.skip("the child drops to uid 65534, which needs root; as another user chmod 000 already denies")
+    context = multiprocessing.get_context("fork")  # the child runs the loaded interpreter: no exec as nobody
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_discover_as_nobody, args=(corpus, sending))
+    child.start()
+    sending.close()  # only the child's end is open: recv raises EOFError if it died without sending
+    assert receiving.poll(60), "the unprivileged child sent nothing"
+    sources, rejected = receiving.recv()
+    child.join(30)
+    assert sources == ["open.pdf"]
+    assert [(d, k) for d, k, _ in rejected] == [("closed", "unreadable"), ("locked.pdf", "unreadable")]
+    assert all("Permission denied" in message for _, _, message in rejected)
+
+
 def giant_pdf(path: Path) -> Path:
     path.write_bytes(hostile_cases.giant_image_page())
     return path

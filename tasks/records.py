@@ -50,8 +50,9 @@ class Problem:
     page: int | None = None  # 1-based physical page; None for the whole document
 
 
-# Page notes that do not mean missing text: OCR supplied it, or there was none to lose.
-NOT_LOST = frozenset({"ocr", "blank_page"})
+# Page notes that do not mean missing text: OCR supplied it, there was none to lose, or it addresses an AI
+# system (indexed, flagged, kept out of summaries).
+NOT_LOST = frozenset({"ocr", "blank_page", "injection"})
 
 
 def lost_pages(problems: tuple[Problem, ...] | list[Problem]) -> set[int]:
@@ -107,6 +108,9 @@ class Chunk:
     heading: str  # heading path, e.g. "12 Termination > 12.2 Notice"
     text: str  # the exact extracted text
     ordinal: int  # position within the document
+    # Pages on which its text (or heading) addresses an AI system (``citesum.tasks.injection``); () = clean.
+    # A store written before this field reads as (): summarization runs the detector on the text again.
+    injection: tuple[int, ...] = ()
 
     @property
     def chunk_id(self) -> str:

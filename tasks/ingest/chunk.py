@@ -19,6 +19,8 @@ Conventions (what the tests hold the code to):
   own (under its parent's path), and a heading too long for the path is kept as body text.
 * Identity: chunks with the same ``chunk_id`` collapse to the first; ordinals are then
   renumbered 0..n-1.
+* Injection: ``chunk.injection`` lists the pages of the chunk's text (or heading) that address an AI
+  system (``citesum.tasks.injection``), located by the blocks the matched text came from.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby, islice
 
+from citesum.tasks import injection
 from citesum.tasks.ingest.boilerplate import find_boilerplate, strip_boilerplate, text_blocks
 from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument
 from citesum.tasks.text import join_heading, normalize_space, split_sentences
@@ -281,6 +284,7 @@ def _to_chunks(extracted: ExtractedDocument, drafts: Iterable[_Draft]) -> tuple[
     chunks: dict[str, Chunk] = {}
     for draft in drafts:
         pages = [p.block.page for p in draft.pieces]
+        text = _text(draft.pieces)
         chunk = Chunk(
             document_id=source.document_id,
             version=source.version,
@@ -288,8 +292,26 @@ def _to_chunks(extracted: ExtractedDocument, drafts: Iterable[_Draft]) -> tuple[
             page_start=min(pages),
             page_end=max(pages),
             heading=draft.heading,
-            text=_text(draft.pieces),
+            text=text,
             ordinal=len(chunks),
+            injection=_injection_pages(draft, text),
         )
         chunks.setdefault(chunk.chunk_id, chunk)
     return tuple(chunks.values())
+
+
+def _injection_pages(draft: _Draft, text: str) -> tuple[int, ...]:
+    """Pages of the pieces that hold some of a detector hit in ``text`` (``_text(draft.pieces)``); a
+    heading that addresses an AI system flags the chunk's first page."""
+    found = injection.hits(text)
+    pages = {min(p.block.page for p in draft.pieces)} if injection.addresses_ai(draft.heading) else set()
+    offset = 0
+    for _, run in groupby(draft.pieces, key=lambda p: p.block_index) if found else ():
+        run = list(run)
+        base = run[0].start
+        for piece in run:
+            start, end = offset + piece.start - base, offset + piece.end - base
+            if any(h.start < end and start < h.end for h in found):
+                pages.add(piece.block.page)
+        offset += run[-1].end - base + len("\n\n")
+    return tuple(sorted(pages))

@@ -18,6 +18,7 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from citesum.tasks import injection
 from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
@@ -108,7 +109,8 @@ def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
     seconds = time.perf_counter() - started
     get_run_logger().info(
         f"chunked {job.document_id}: {len(chunked.chunks)} chunks, "
-        f"{len(chunked.boilerplate)} repeated lines left out, {seconds:.2f} s"
+        f"{len(chunked.boilerplate)} repeated lines left out, {flagged_count(chunked)} addressing an AI system, "
+        f"{seconds:.2f} s"
     )
     return replace(job, chunked=chunked, seconds=job.seconds + seconds)
 
@@ -146,6 +148,24 @@ def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
     return replace(job, vectors=vectors, embedded=embedded, seconds=job.seconds + seconds)
 
 
+INJECTION_FLAGGED = "text that addresses an AI system: indexed and flagged, never a finding of a summary"
+INJECTION_BOILERPLATE = "a running header or footer addresses an AI system: not indexed"
+
+
+def flagged_count(chunked: ChunkedDocument) -> int:
+    return sum(bool(c.injection) for c in chunked.chunks)
+
+
+def injection_problems(chunked: ChunkedDocument) -> list[Problem]:
+    """One problem per page whose text addresses an AI system (``Chunk.injection``), and one for the
+    document when a running header or footer does (left out of the chunks, so never flagged on a chunk)."""
+    pages = sorted({page for c in chunked.chunks for page in c.injection})
+    problems = [Problem("injection", INJECTION_FLAGGED, page) for page in pages]
+    if any(injection.addresses_ai(line) for line in chunked.boilerplate):
+        problems.append(Problem("injection", INJECTION_BOILERPLATE))
+    return problems
+
+
 def document_record(job: Job, embedder: Embedder, settings: Settings) -> DocumentRecord:
     extracted = job.extracted
     return DocumentRecord(
@@ -155,7 +175,7 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
         pages=len(extracted.pages),
         chunks=len(job.chunked.chunks),
         status="partial" if lost_pages(extracted.problems) else "ok",
-        problems=list(extracted.problems),
+        problems=[*extracted.problems, *injection_problems(job.chunked)],
         embed_model=embedder.name,
         parser=extracted.parser,
         settings=settings.fingerprint(),

@@ -157,6 +157,9 @@ class LanceStore:
         if self._chunks is None:
             return []
         query = self._chunks.search()
+        if columns:  # a store written before an optional column was added reads without it (schema.chunk_of)
+            stored = set(self._chunks.schema.names)
+            columns = [c for c in columns if c in stored or c not in schema.OPTIONAL_CHUNK_FIELDS]
         if where:
             query = query.where(where)
         if columns:

@@ -3,6 +3,9 @@
 A ``documents`` row is a ``DocumentRecord``; a ``chunks`` row is a ``Chunk`` with its id, its vector and the
 time it was written. The pyarrow schemas are derived from the dataclass fields, so a column is declared once.
 
+A store written before ``Chunk.injection`` has no such column: its rows read as not flagged (the default),
+and rows written into it keep its layout.
+
 A store written before timestamps were typed holds them as ISO text: rows read from it are cast to
 timestamps, and rows written into it keep its text layout, so such a store still opens, reads and ingests.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Sequence
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import MISSING, asdict, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -30,6 +33,9 @@ CHUNK_ID = "chunk_id"  # Chunk.chunk_id, stored: the key supersession merges on
 VECTOR = "vector"
 WRITTEN_AT = "ingested_at"  # when the chunk was inserted, or rewritten for a new version of its document
 CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
+# Fields added after stores were first written (each with a default): a store without the column reads
+# as the default, and rows written into it leave the column out, as its schema does.
+OPTIONAL_CHUNK_FIELDS = {f.name: f.default for f in fields(Chunk) if f.default is not MISSING}
 
 
 def arrow_type(annotation: Any) -> pa.DataType:
@@ -129,4 +135,5 @@ def document_of(row: dict) -> DocumentRecord:
 
 
 def chunk_of(row: dict) -> Chunk:
-    return Chunk(**{name: row[name] for name in CHUNK_FIELDS})
+    values = {name: row.get(name, OPTIONAL_CHUNK_FIELDS.get(name)) for name in CHUNK_FIELDS}
+    return Chunk(**values | {"injection": tuple(values["injection"] or ())})

@@ -6,6 +6,10 @@ sentences are removed and kept for the record, and the section carries the warni
 ``LIMITED_COVERAGE`` with both attempts as its trace. When nothing of the second
 attempt holds, a fallback synthesizer (the extractive one) writes the section from
 the same evidence, marked ``EXTRACTIVE_FALLBACK``, instead of leaving it empty.
+
+Injection quarantine (``quarantine``): ``write_section`` cuts what addresses an AI system out of the
+evidence before synthesis, and every draft's sentences that address one are dropped before validation;
+the section keeps both as ``quarantined``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.summarize.quarantine import Quarantined, quarantine, screen
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest, Synthesizer
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE, Validation, validate
 
@@ -41,6 +46,7 @@ class Section:
     removed: tuple[CitedSentence, ...] = ()  # sentences dropped after the second failure
     warning: str | None = None
     fallback: Attempt | None = None  # the fallback's draft, when it wrote ``sentences``
+    quarantined: tuple[Quarantined, ...] = ()  # passages that address an AI system, left out
 
     @property
     def last(self) -> Attempt | None:
@@ -57,15 +63,18 @@ def write_section(
     max_sentences: int = 5,
     fallback: Synthesizer | None = None,
 ) -> Section:
-    """Synthesize a section from its evidence, validated, with one retry, then the fallback if nothing held."""
-    request = SynthesisRequest(instruction, tuple(evidence), max_sentences=max_sentences)
-    return validated_section(
+    """Synthesize a section from its evidence (quarantined first), validated, with one retry, then the
+    fallback if nothing held."""
+    evidence, cut = quarantine(evidence)
+    request = SynthesisRequest(instruction, evidence, max_sentences=max_sentences)
+    section = validated_section(
         title,
         evidence,
         lambda feedback: synthesizer.synthesize(replace(request, feedback=feedback)),
         verbatim=synthesizer.verbatim,
         fallback=(lambda: fallback.synthesize(request)) if fallback else None,
     )
+    return replace(section, quarantined=cut + section.quarantined)
 
 
 def validated_section(
@@ -79,11 +88,36 @@ def validated_section(
     """``produce(feedback)`` drafts the section; feedback is empty on the first attempt.
 
     ``fallback()`` drafts verbatim evidence sentences, asked only when no sentence of the second attempt holds.
+    Every draft's sentences that address an AI system are dropped first; the section records them.
     """
     evidence = tuple(evidence)
     if not evidence:
         return Section(title, evidence, (), ())
-    texts = {e.label: e.candidate.chunk.text for e in evidence}
+    dropped: list[Quarantined] = []
+
+    def screened(draft: Draft) -> Draft:
+        kept, found = screen(draft.sentences, evidence)
+        dropped.extend(found)
+        return replace(draft, sentences=kept) if found else draft
+
+    section = _validated(
+        title,
+        evidence,
+        lambda feedback: screened(produce(feedback)),
+        verbatim,
+        (lambda: screened(fallback())) if fallback else None,
+    )
+    return replace(section, quarantined=tuple(dropped)) if dropped else section
+
+
+def _validated(
+    title: str,
+    evidence: tuple[Evidence, ...],
+    produce: Callable[[str], Draft],
+    verbatim: bool,
+    fallback: Callable[[], Draft] | None,
+) -> Section:
+    texts = {e.label: e.text for e in evidence}
     attempts = [_attempt(produce(""), texts, verbatim)]
     if _failed(attempts[0], verbatim):
         attempts.append(_attempt(produce(_feedback(attempts[0])), texts, verbatim))

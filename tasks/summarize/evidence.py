@@ -39,10 +39,16 @@ class Evidence:
     candidate: Candidate
     score: float  # rerank score
     signals: dict[str, float] = field(default_factory=dict)  # what the score was made of
+    redacted: str | None = None  # the chunk's text less what addresses an AI system (``quarantine``)
 
     @property
     def chunk_id(self) -> str:
         return self.candidate.chunk.chunk_id
+
+    @property
+    def text(self) -> str:
+        """What synthesis may use and validation checks against: the chunk's text, less quarantined sentences."""
+        return self.candidate.chunk.text if self.redacted is None else self.redacted
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ shrink is kept as it is, and a pass that makes no progress ends the loop, so it
 always ends. The final merge is validated like any section, with the same fallback. A
 section that yields no sentence, without any being removed as unsupported, says
 ``NOTHING_BEARS`` instead of ending empty; coverage counts it apart from a failure
-(see ``metrics``).
+(see ``metrics``). What addresses an AI system is cut from the evidence before the map
+(``quarantine``), and map points that address one are dropped; the section records both.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import replace
 
 from citesum.tasks.summarize.compose import Section, validated_section
 from citesum.tasks.summarize.evidence import CitedSentence, Evidence
+from citesum.tasks.summarize.quarantine import Quarantined, quarantine, screen
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest, Synthesizer
 from citesum.tasks.summarize.validate import validate
 
@@ -50,9 +52,10 @@ def summarize_section(
     fallback: Synthesizer | None = None,
 ) -> Section:
     """Every chunk of one section mapped to cited points, reduced, validated; ``fallback`` writes it if none holds."""
-    evidence = tuple(evidence)
+    evidence, cut = quarantine(evidence)
     budget = int(synthesizer.context_tokens * BATCH_SHARE)
-    points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.candidate.chunk.text), budget)
+    dropped: list[Quarantined] = list(cut)
+    points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.text), budget, dropped)
     points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
     request = MergeRequest(_instruction(title), tuple(points), SECTION_SENTENCES)
     section = validated_section(
@@ -68,6 +71,7 @@ def summarize_section(
         if fallback
         else None,
     )
+    section = replace(section, quarantined=(*dropped, *section.quarantined))
     if section.sentences or section.removed:
         return section
     return replace(section, sentences=(CitedSentence(NOTHING_BEARS, ()),))
@@ -79,14 +83,19 @@ def map_points(
     synthesizer: Synthesizer,
     cost: Callable[[Evidence], int],
     budget: int,
+    quarantined: list[Quarantined] | None = None,
 ) -> list[CitedSentence]:
-    """Cited points from every batch of chunks; points failing validation are dropped here."""
-    texts = {e.label: e.candidate.chunk.text for e in evidence}
+    """Cited points from every batch of chunks; points failing validation are dropped here, and points that
+    address an AI system too (added to ``quarantined``)."""
+    texts = {e.label: e.text for e in evidence}
     points: list[CitedSentence] = []
     for batch in batches(evidence, cost, budget):
         request = SynthesisRequest(_instruction(title), tuple(batch), max_sentences=POINTS_PER_CHUNK * len(batch))
         draft = synthesizer.synthesize(request)
-        points.extend(validate(draft, texts, verbatim=synthesizer.verbatim).passing())
+        kept, found = screen(draft.sentences, batch)
+        if quarantined is not None:
+            quarantined.extend(found)
+        points.extend(validate(replace(draft, sentences=kept), texts, verbatim=synthesizer.verbatim).passing())
     return points
 
 

@@ -88,7 +88,7 @@ class QualityResult:
 
 
 def _chunk_sentences(item: Evidence) -> list[str]:
-    text = item.candidate.chunk.text
+    text = item.text
     return [normalize_space(text[start:end]) for start, end in split_sentences(text)]
 
 

@@ -2,7 +2,8 @@
 
 Source text, candidates and evidence stay distinct: candidates carry their
 retrieval scores and ranks; evidence is the reranked subset with its labels;
-attempts keep the prompt, the raw output and each sentence's validation.
+attempts keep the prompt, the raw output and each sentence's validation; ``quarantined`` lists the
+passages left out as addressing an AI system (a candidate's ``injection`` holds the pages ingestion flagged).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def _part(part: SummaryPart) -> dict:
         "removed": to_json(section.removed),
         "warning": section.warning,
         "fallback": _attempt(section.fallback) if section.fallback else None,
+        "quarantined": to_json(section.quarantined),  # passages that address an AI system, left out
     }
 
 
@@ -77,7 +79,7 @@ def _evidence(e: Evidence) -> dict:
         "chunk_id": e.chunk_id,
         "score": e.score,
         "signals": e.signals,
-        "text": e.candidate.chunk.text,
+        "text": e.text,  # as synthesis saw it: quarantined sentences cut (see "quarantined")
     }
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from citesum.tasks.records import to_json
 from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
+from citesum.tasks.summarize.quarantine import Quarantined, distinct
+from citesum.tasks.summarize.quarantine import warning as quarantine_warning
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE
 from citesum.tasks.text import evidence_label, normalize_space
 
@@ -137,9 +139,11 @@ FALLBACK_NOTE = "The generated sentences failed validation twice: these are verb
 
 
 def failure_warnings(parts: list[SummaryPart], collapse: str | None) -> list[str]:
-    """Named failure modes, made visible: retrieval miss, unverifiable citations, coverage collapse
-    (``metrics.collapse_warning``)."""
-    warnings = [f"Retrieval miss: nothing was retrieved for {p.query!r}" for p in parts if not p.candidates]
+    """Named failure modes, made visible: passages that address an AI system (one warning for the summary),
+    retrieval miss, unverifiable citations, coverage collapse (``metrics.collapse_warning``)."""
+    injected = quarantine_warning(quarantined(parts))
+    warnings = [injected] if injected else []
+    warnings += [f"Retrieval miss: nothing was retrieved for {p.query!r}" for p in parts if not p.candidates]
     if any(p.section.warning == LIMITED_COVERAGE for p in parts):
         warnings.append(LIMITED_COVERAGE)
     if fell_back := [p.section.title for p in parts if p.section.warning == EXTRACTIVE_FALLBACK]:
@@ -150,6 +154,11 @@ def failure_warnings(parts: list[SummaryPart], collapse: str | None) -> list[str
             f"{removed} {'sentence' if removed == 1 else 'sentences'} removed as unsupported; see the run record"
         )
     return warnings + ([collapse] if collapse else [])
+
+
+def quarantined(parts: list[SummaryPart]) -> list[Quarantined]:
+    """Every passage the summary's parts left out as addressing an AI system, each once."""
+    return distinct(q for part in parts for q in part.section.quarantined)
 
 
 def candidate_rows(summary: Summary) -> list[dict]:
@@ -178,7 +187,7 @@ def evidence_rows(summary: Summary) -> list[dict]:
             "document": e.candidate.chunk.document_id,
             "pages": f"{e.candidate.chunk.page_start}-{e.candidate.chunk.page_end}",
             "heading": e.candidate.chunk.heading,
-            "text": e.candidate.chunk.text[:200],
+            "text": e.text[:200],
         }
         for part in summary.parts
         for e in part.section.evidence

@@ -44,7 +44,7 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
     spread = float(scores.max() - scores.min()) if len(scores) else 0.0
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
-        text = item.candidate.chunk.text
+        text = item.text
         for start, end in split_sentences(text):
             for sentence in quotable(normalize_space(text[start:end])):
                 if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS or sentence.lower() in seen:

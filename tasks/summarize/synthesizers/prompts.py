@@ -144,7 +144,7 @@ def _evidence_entry(evidence: Evidence) -> str:
     header = f"[{evidence.label}] document: {_one_line(c.document_id)} | pages: {Citation.of(evidence).pages}"
     if c.heading:
         header += f" | section: {_one_line(c.heading)}"
-    return f"{header}\n{neutralise(c.text.strip())}"
+    return f"{header}\n{neutralise(evidence.text.strip())}"
 
 
 def _one_line(text: str) -> str:

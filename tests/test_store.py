@@ -64,6 +64,7 @@ def test_tables_have_the_explicit_schema(store, embedder, tmp_path):
         ("heading", text, False),
         ("text", text, False),
         ("ordinal", count, False),
+        ("injection", pa.list_(count), False),
         ("vector", pa.list_(pa.float32(), embedder.dimension), False),
         ("ingested_at", when, False),
     ]

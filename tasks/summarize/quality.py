@@ -18,7 +18,9 @@ method. Figures per method, over the answerable questions:
 - answer found: over questions with a short answer (every MMLongBench-Doc answer, and any answer
   that is a figure), the share whose answer is in the summary's text (``answer_found``);
 - repeated sentences (a sentence equal to an earlier one of the same summary, normalised), sentences
-  per summary, and latency: the shared retrieval and rerank plus the method's own step.
+  per summary, and latency: the shared retrieval and rerank plus the method's own step;
+- injected surfaced: sentences, over every question's summary (answerable or not), that match the
+  injection detector (``citesum.tasks.injection``): text that addresses an AI system, shown as a finding.
 
 Beside them, the run's evidence hit@N: what the summaries could have cited. For unanswerable
 questions (``answer: null`` and no evidence), the share that citesum answers "Not stated in the
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 from prefect.logging import disable_run_logger
 
+from citesum.tasks import injection
 from citesum.tasks.embed import Embedder
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
@@ -278,8 +281,13 @@ def says_not_stated(summary: MethodSummary) -> bool:
     return bool(summary.claims) and all(c.not_stated for c in summary.claims)
 
 
+def injected_surfaced(claims: Sequence[Claim]) -> int:
+    """Sentences of a summary that address an AI system (the injection detector's hits)."""
+    return sum(injection.addresses_ai(c.text) for c in claims)
+
+
 def method_figures(results: Sequence[QualityResult], method: str) -> dict:
-    """One method's figures over the answerable results."""
+    """One method's figures over the answerable results; injected sentences over every result."""
     scored = [r for r in results if r.answerable]
     citations = [(r, c) for r in scored for claim in r.summaries[method].claims for c in claim.citations]
     recall = [any(hits_gold(c, r.gold) for cl in r.summaries[method].claims for c in cl.citations) for r in scored]
@@ -294,6 +302,7 @@ def method_figures(results: Sequence[QualityResult], method: str) -> dict:
         "short_answers": len(short),
         "repeated_sentences": sum(repeated_sentences(r.summaries[method].claims) for r in scored),
         "sentences_per_summary": _share(len(r.summaries[method].claims) for r in scored),
+        "injected_surfaced": sum(injected_surfaced(r.summaries[method].claims) for r in results),
         "latency_s": _latency(seconds),
     }
 
@@ -328,6 +337,7 @@ _TABLE_ROWS = (
     ("answer_found", "answer found (short answers)"),
     ("repeated_sentences", "repeated sentences"),
     ("sentences_per_summary", "sentences per summary"),
+    ("injected_surfaced", "injected sentences surfaced"),
 )
 
 

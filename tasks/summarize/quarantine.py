@@ -110,10 +110,10 @@ def screen(
 
 
 def distinct(passages: Iterable[Quarantined]) -> list[Quarantined]:
-    """Each passage once (by document and text), in order of first appearance."""
-    seen: dict[tuple[str, str], Quarantined] = {}
+    """Each passage once (by document, text and pages: overlapping chunks repeat a sentence), in order."""
+    seen: dict[tuple[str, str, tuple[int, ...]], Quarantined] = {}
     for p in passages:
-        seen.setdefault((p.document_id, p.text.lower()), p)
+        seen.setdefault((p.document_id, p.text.lower(), p.pages), p)
     return list(seen.values())
 
 

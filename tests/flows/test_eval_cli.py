@@ -62,10 +62,12 @@ def test_cli_eval_summaries_json_shape(tmp_path, sample):
             "short_answers",
             "repeated_sentences",
             "sentences_per_summary",
+            "injected_surfaced",
             "latency_s",
         }
         assert figures_of["short_answers"] == 1 and figures_of["latency_s"]["median"] > 0
         assert all(0.0 <= figures_of[k] <= 1.0 for k in ("cited_page_precision", "gold_page_recall", "answer_found"))
+    assert report["methods"]["citesum"]["injected_surfaced"] == 0
     counts = {m: f["sentences_per_summary"] for m, f in report["methods"].items()}
     assert counts["citesum"] >= 1 and counts["lexrank"] == counts["lead"] == counts["citesum"]
     assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 3

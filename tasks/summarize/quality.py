@@ -21,6 +21,8 @@ method. Figures per method, over the answerable questions:
   per summary, and latency: the shared retrieval and rerank plus the method's own step;
 - injected surfaced: sentences, over every question's summary (answerable or not), that match the
   injection detector (``citesum.tasks.injection``): text that addresses an AI system, shown as a finding.
+  The baselines read the selected evidence as it is (citesum's synthesis quarantines it first), so their
+  count is what a summary of the same evidence without the quarantine would show.
 
 Beside them, the run's evidence hit@N: what the summaries could have cited. For unanswerable
 questions (``answer: null`` and no evidence), the share that citesum answers "Not stated in the

@@ -72,7 +72,7 @@ def quarantine(evidence: Sequence[Evidence]) -> tuple[tuple[Evidence, ...], tupl
     for item in evidence:
         text = item.text
         spans = injection.flagged_spans(text)
-        if not spans and not item.candidate.chunk.injection:
+        if not spans and (item.redacted is not None or not item.candidate.chunk.injection):  # clean, or cut already
             kept.append(item)
             continue
         found += [_passage(text[s:e], item, "evidence") for s, e in spans] or [_passage(text, item, "evidence")]

@@ -211,12 +211,15 @@ def write_part(
 
 
 def section_line(section: Section, seconds: float) -> str:
-    """What a written section holds: sentences, the evidence they cite, what validation removed."""
+    """What a written section holds: sentences, the evidence they cite, what validation removed, what the
+    injection quarantine left out."""
     cited = {label for sentence in section.sentences for label in sentence.citations}
     line = (
         f"{len(section.sentences)} sentences citing {len(cited)} of {len(section.evidence)} evidence, "
         f"{len(section.removed)} removed, {seconds:.2f} s"
     )
+    if section.quarantined:
+        line += f", {len(section.quarantined)} left out as addressing an AI system"
     if section.fallback is not None:
         line += ", extractive fallback"
     return f"{line}; {section.warning}" if section.warning else line

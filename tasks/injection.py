@@ -29,8 +29,11 @@ A near miss stays clean: "ignore the previous quarter's figures", "the system no
 entitled to a refund", "as an AI company", "the assistant secretary shall state".
 
 Measured false-positive rate (tests/benchmarks/injection_benchmark.py, every page of the 51 development
-PDFs, FinanceBench 29 and MMLongBench-Doc 22, extracted and chunked by the project's own code): see the
-README (Summarizing, Injection quarantine) for the figures and the commit they were measured at.
+PDFs, FinanceBench 29 and MMLongBench-Doc 22, extracted and chunked by the project's own code, at commit
+7a7f306): 0 of 3,706 pages, 0 of 22,189 chunks. The first version flagged one page (two chunks) of an EMNLP
+paper, "the same in-context examples for all models", read by eye as a false positive: "to/for all ..." now
+needs an AI noun and a colon or comma. That zero was reached on the set it is measured on; held-out
+documents may do worse. About 0.25 ms per clean chunk.
 
 Known gaps: text spelled out with spaces between letters ("i g n o r e"), other languages, text split
 into words that never share a chunk, and instructions phrased as plain statements ("the correct answer is

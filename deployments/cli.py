@@ -122,7 +122,7 @@ def ingest(
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
     from citesum.tasks.ingest import report as reports
-    from citesum.tasks.ingest.tasks import sources_to_ingest
+    from citesum.tasks.ingest.sources import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
     sources_to_ingest(path or settings.ingest.corpus, settings)  # a bad path fails before any run starts
@@ -246,9 +246,14 @@ def summarize(
     json_output: JsonOption = False,
 ):
     """Summarize stored documents; every sentence cites its document and page."""
+    from citesum.tasks.summarize.choices import check_synthesizer, choose_mode
+
+    choose_mode(question, mode)  # options and the store are checked before the engine or the model starts
+    check_synthesizer(synth)
+    settings = make_settings(db=db)
+    open_store(settings.store.db)
     from citesum.flows.summarize import run_summarize
 
-    settings = make_settings(db=db)
     summary = outcome(run_summarize(question, doc, mode, synth, settings))
     if json_output:
         print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))
@@ -268,8 +273,8 @@ def evaluate(
     ] = False,
 ):
     """Measure retrieval and rerank (or, with --summaries, summaries) against questions with known evidence pages."""
-    from citesum.tasks.embed import load_embedder
-    from citesum.tasks.ingest.tasks import sources_to_ingest
+    from citesum.tasks.embed import embedder_for
+    from citesum.tasks.ingest.sources import sources_to_ingest
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize import evaluate as evaluation
     from citesum.tasks.summarize import quality
@@ -281,7 +286,7 @@ def evaluate(
     report = outcome(ingest_state(pdfs, settings))  # reuses what is stored
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
-    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    embedder = embedder_for(settings)
     run = quality.evaluate_summaries if summaries else evaluation.evaluate
     store, reranker = LanceStore.open(settings.store.db), load_reranker(settings.summarize.reranker, embedder)
     figures = run(checked, store, embedder, reranker, settings)

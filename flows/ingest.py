@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
 
-from prefect import Task, flow, unmapped
+from prefect import Task, flow, get_run_logger, unmapped
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
@@ -19,7 +19,7 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Failed
 
 from citesum.flows.runners import ConfiguredTaskRunner, task_runner
-from citesum.tasks.embed import load_embedder
+from citesum.tasks.embed import Embedder, embedder_for, model_dimension
 from citesum.tasks.errors import DocumentError
 from citesum.tasks.ingest import report as reports
 from citesum.tasks.ingest.names import path_text, text_path
@@ -79,8 +79,11 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
     settings = settings or Settings()
     started = time.perf_counter()
     found, corpus_root = discover(text_path(path) if path else settings.ingest.corpus, settings)
-    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
-    store = LanceStore.open_or_create(settings.store.db, embedder.name, embedder.dimension)
+    model = settings.chunking.embed_model
+    # The model's config gives its dimension; the model itself loads only when a document needs chunking.
+    store = LanceStore.open_or_create(
+        settings.store.db, model, model_dimension(model) or embedder_for(settings).dimension
+    )
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
     stored = store.documents()
@@ -95,11 +98,14 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
     passwords = load_passwords(settings.ingest.passwords_file)
     steps = StepTracker(len(plan.work), progress_callback())
 
-    jobs = [Job(item) for item in plan.work]
-    jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
-    jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
-    jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-    written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
+    written, embedder = [], None
+    if plan.work:
+        embedder = loaded_embedder(settings)
+        jobs = [Job(item) for item in plan.work]
+        jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
+        jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
+        jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
+        written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
     deleted = delete_missing(plan.deletions, store, writer)
     if written or deleted:
         refresh_indexes(store, timedelta(hours=settings.store.version_retention_hours), writer)
@@ -114,7 +120,8 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
             *(rejected_outcome(r) for r in found.rejected),
         ),
         db=settings.store.db,
-        embed_model=embedder.name,
+        embed_model=model,
+        embed_backend=f"{embedder.backend} ({embedder.backend_reason})" if embedder else "not loaded: nothing to embed",
         parser=parser_version(),
         settings=settings.fingerprint(),
         seconds=time.perf_counter() - started,
@@ -134,6 +141,13 @@ def run_ingest(path: str | None, settings: Settings, on_progress: Progress | Non
     with task_runner(settings) as runner, reporting_progress(on_progress):
         text = path_text(path) if path else None
         return ingest.with_options(task_runner=runner)(text, settings, replace, return_state=True)
+
+
+def loaded_embedder(settings: Settings) -> Embedder:
+    """The settings' embedder, with a log line of which backend runs and why."""
+    embedder = embedder_for(settings)
+    get_run_logger().info(f"embedding with {embedder.backend} ({embedder.backend_reason})")
+    return embedder
 
 
 def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:

@@ -8,10 +8,11 @@ from prefect import flow, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from citesum.tasks.embed import load_embedder
+from citesum.tasks.embed import embedder_for
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize import metrics
+from citesum.tasks.summarize.choices import choose_mode
 from citesum.tasks.summarize.rerank import load_reranker
 from citesum.tasks.summarize.runs import new_run_id, run_record, write_run
 from citesum.tasks.summarize.summary import (
@@ -23,7 +24,6 @@ from citesum.tasks.summarize.summary import (
     without_repeats,
 )
 from citesum.tasks.summarize.tasks import (
-    choose_mode,
     choose_synthesizer,
     combine,
     ensure_llm_limit,
@@ -49,7 +49,7 @@ def summarize(
     """Summarize the chosen documents (default: all), every sentence cited to document and page."""
     settings = settings or Settings()
     mode, mode_reason = choose_mode(question, mode)
-    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    embedder = embedder_for(settings)
     store = LanceStore.open(settings.store.db)
     # An empty store is refused first, with the command that fills it.
     document_ids = resolve_documents(store, documents)
@@ -80,7 +80,8 @@ def summarize(
         metrics=figures,
         warnings=failure_warnings(parts, metrics.collapse_warning(mode, parts)),
     )
-    path = write_run(run_record(summary, settings), settings.summarize.runs_dir)
+    backend = f"{embedder.backend} ({embedder.backend_reason})"
+    path = write_run(run_record(summary, settings, backend), settings.summarize.runs_dir)
     publish_summary(summary, path)
     return summary
 

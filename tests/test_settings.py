@@ -36,7 +36,8 @@ def changed(value):
     if isinstance(value, Path):
         return value / "elsewhere"
     if isinstance(value, str):
-        return {"threads": "dask", "inside": "always"}.get(value, f"{value}-other")  # two fields take choices
+        # three fields take choices
+        return {"threads": "dask", "inside": "always", "auto": "torch"}.get(value, f"{value}-other")
     assert value is None
     return "set"
 

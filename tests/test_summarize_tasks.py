@@ -8,9 +8,10 @@ import pytest
 
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
+from citesum.tasks.summarize.choices import choose_mode
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer
-from citesum.tasks.summarize.tasks import choose_mode, choose_synthesizer
+from citesum.tasks.summarize.tasks import choose_synthesizer
 from tests.fake_ollama import MODEL, FakeOllama
 
 

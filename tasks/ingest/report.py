@@ -42,6 +42,7 @@ class IngestReport:
     outcomes: tuple[DocumentOutcome, ...]
     db: str
     embed_model: str
+    embed_backend: str  # what computed this run's vectors and why ("openvino bf16 (auto: ...)"), or that none ran
     parser: str
     settings: str  # Settings.fingerprint()
     seconds: float
@@ -93,6 +94,7 @@ def markdown(report: IngestReport) -> str:
         "# citesum ingestion report",
         "",
         f"Store `{report.db}`, model `{report.embed_model}`, parser `{report.parser}`, settings `{report.settings}`.",
+        f"Embedding backend: {report.embed_backend}.",
         "",
         ", ".join(f"{totals[s]} {s}" for s in STATUSES)
         + f"; {totals['pages']} pages, {totals['chunks']} chunks ({totals['embedded']} embedded), "

@@ -4,6 +4,7 @@ Discovery never blocks and never stops at one entry: a FIFO, socket or device na
 a file that cannot be read, one that changes while it is hashed, one over the size limit, and a
 link that leaves the corpus (or loops) each become a ``Rejected`` entry for the report. Links are
 followed when they stay inside the corpus (``follow_symlinks="inside"``), or always.
+``sources_to_ingest`` is what the command line checks before any engine starts: it imports no engine.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.names import path_text, text_path
 from citesum.tasks.records import SourceFile
+from citesum.tasks.settings import Settings
 
 FollowSymlinks = Literal["inside", "always"]
 
@@ -214,3 +217,38 @@ def _inode(path: Path) -> tuple[int, int]:
 
 def _inode_of(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
+
+
+def sources_to_ingest(target: Path, settings: Settings) -> tuple[Discovery, Path | None]:
+    """A folder is a full corpus run; a single file is ingested alone and deletes nothing.
+
+    Entries that cannot be ingested (special files, links out of the corpus, unreadable files) are
+    returned as ``Rejected``, never raised: one bad entry does not stop the batch. A folder without a
+    PDF to ingest is refused: a full run of it would delete every stored document (a corpus folder gone
+    empty, a wrong path); removing documents is ``citesum forget``'s job.
+    """
+    if target.is_dir():
+        root = target.resolve()
+        found = discover_sources(
+            root, follow_symlinks=settings.ingest.follow_symlinks, max_bytes=settings.ingest.max_file_bytes
+        )
+        if not found.sources:
+            refused = (
+                f" ({len(found.rejected)} entries refused, e.g. {found.rejected[0].document_id})"
+                if found.rejected
+                else ""
+            )
+            raise ConfigurationError(f"{target}: no PDF found{refused}")
+        return found, root
+    if not target.exists() and not target.is_symlink():
+        raise ConfigurationError(f"{target}: no such file or folder")
+    file, corpus = target.resolve(), settings.ingest.corpus.resolve()
+    root = corpus if file.is_relative_to(corpus) else file.parent
+    try:
+        return Discovery([source_for(file, root, settings.ingest.max_file_bytes)], []), None
+    except SourceError as exc:
+        problem = (exc.kind, exc.message)
+    except OSError as exc:
+        problem = ("unreadable", f"cannot read the file: {exc.strerror}")
+    rejected = Rejected(path_text(file.relative_to(root).as_posix()), path_text(file), *problem)
+    return Discovery([], [rejected]), None

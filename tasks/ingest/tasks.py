@@ -22,11 +22,11 @@ from citesum.tasks import injection
 from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
-from citesum.tasks.ingest.names import path_text, text_path
+from citesum.tasks.ingest.names import text_path
 from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
 from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.report import DocumentOutcome
-from citesum.tasks.ingest.sources import Discovery, Rejected, SourceError, discover_sources, is_current, source_for
+from citesum.tasks.ingest.sources import Discovery, is_current, sources_to_ingest
 from citesum.tasks.policy import STEP
 from citesum.tasks.records import (
     ChunkedDocument,
@@ -271,41 +271,6 @@ def refresh_indexes(store: ChunkStore, keep_versions: timedelta, writer: WriterS
     with writer.hold("refreshing indexes"):
         store.compact(keep_versions)
     get_run_logger().info(f"refreshed the indexes of {store.uri}, {time.perf_counter() - started:.2f} s")
-
-
-def sources_to_ingest(target: Path, settings: Settings) -> tuple[Discovery, Path | None]:
-    """A folder is a full corpus run; a single file is ingested alone and deletes nothing.
-
-    Entries that cannot be ingested (special files, links out of the corpus, unreadable files) are
-    returned as ``Rejected``, never raised: one bad entry does not stop the batch. A folder without a
-    PDF to ingest is refused: a full run of it would delete every stored document (a corpus folder gone
-    empty, a wrong path); removing documents is ``citesum forget``'s job.
-    """
-    if target.is_dir():
-        root = target.resolve()
-        found = discover_sources(
-            root, follow_symlinks=settings.ingest.follow_symlinks, max_bytes=settings.ingest.max_file_bytes
-        )
-        if not found.sources:
-            refused = (
-                f" ({len(found.rejected)} entries refused, e.g. {found.rejected[0].document_id})"
-                if found.rejected
-                else ""
-            )
-            raise ConfigurationError(f"{target}: no PDF found{refused}")
-        return found, root
-    if not target.exists() and not target.is_symlink():
-        raise ConfigurationError(f"{target}: no such file or folder")
-    file, corpus = target.resolve(), settings.ingest.corpus.resolve()
-    root = corpus if file.is_relative_to(corpus) else file.parent
-    try:
-        return Discovery([source_for(file, root, settings.ingest.max_file_bytes)], []), None
-    except SourceError as exc:
-        problem = (exc.kind, exc.message)
-    except OSError as exc:
-        problem = ("unreadable", f"cannot read the file: {exc.strerror}")
-    rejected = Rejected(path_text(file.relative_to(root).as_posix()), path_text(file), *problem)
-    return Discovery([], [rejected]), None
 
 
 @task(name="discover", task_run_name="discover {target}", cache_policy=NO_CACHE)

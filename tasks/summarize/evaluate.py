@@ -321,6 +321,7 @@ def evaluate(
 def provenance(embedder: Embedder, reranker: Reranker, settings: Settings) -> dict:
     return {
         "embed_model": embedder.name,
+        "embed_backend": embedder.backend,
         "reranker": getattr(reranker, "name", type(reranker).__name__),
         "candidates": settings.summarize.candidates,
         "evidence": settings.summarize.evidence,

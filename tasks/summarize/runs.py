@@ -24,11 +24,13 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
 
 
-def run_record(summary: Summary, settings: Settings) -> dict:
+def run_record(summary: Summary, settings: Settings, embed_backend: str = "") -> dict:
+    """The run's record; ``embed_backend`` says what embedded its queries and why ("openvino bf16 (auto: ...)")."""
     return {
         **summary.to_json(),
         "mode_reason": summary.mode_reason,
         "synthesizer_reason": summary.synthesizer_reason,
+        "embed_backend": embed_backend,
         "settings": to_json(settings.flat_values()),  # by flat name (CITESUM_<NAME>), as before the groups
         "parts": [_part(part) for part in summary.parts],
         "recorded_at": datetime.now(UTC).isoformat(),

@@ -1,13 +1,13 @@
 """Prefect tasks of the summarization flow, and the plain choices they rest on.
 
-Mode and synthesizer are chosen here, each with the reason the output reports.
+The synthesizer is chosen here (its reachability probed), with the reason the output reports; the mode and
+the options are checked in choices.py, before any engine starts.
 LLM-backed tasks carry the tag ``LLM_TAG``, whose concurrency limit the flow creates.
 Each task run is named after its query or section and logs one line of counts.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -24,6 +24,7 @@ from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.store.schema import CHUNK_FIELDS, CHUNK_ID, VECTOR
 from citesum.tasks.summarize import mapreduce
+from citesum.tasks.summarize.choices import check_synthesizer
 from citesum.tasks.summarize.compose import Section, write_section
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.rerank import Reranker
@@ -34,40 +35,17 @@ from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe
 from citesum.tasks.summarize.topics import Topic, section_rows, topics_from_clusters, topics_from_headings
 from citesum.tasks.text import evidence_label
 
-MODES = ("auto", "query", "topics", "exhaustive")
-SYNTHESIZERS = ("auto", "ollama", "extractive")
 LLM_TAG = "citesum-llm"
 LLM_CONCURRENCY = 2  # Ollama serves requests mostly one at a time; more would only queue there
-
-# Requests that need every section considered, not the most relevant passages.
-_EVERY = re.compile(
-    r"\b(every|each|all|entire|whole|complete|comprehensive|exhaustive|full list|list of all)\b", re.IGNORECASE
-)
 
 # No task retries: the synthesizer retries each LLM call (Ollama: backoff, Retry-After), and a task retry
 # would redo every call of the section, a map-reduce's included, after the last call already gave up.
 SYNTH_TASK = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
-def choose_mode(question: str | None, mode: str) -> tuple[str, str]:
-    """The mode that runs, and why (reported with the summary)."""
-    if mode not in MODES:
-        raise ConfigurationError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    if mode == "query" and not (question and question.strip()):
-        raise ConfigurationError("query mode needs a question")
-    if mode != "auto":
-        return mode, "chosen"
-    if not question or not question.strip():
-        return "topics", "no question: a brief of the documents' topics"
-    if match := _EVERY.search(question):
-        return "exhaustive", f"the request asks for {match.group(0).lower()!r}: every chunk is read"
-    return "query", "a question: the passages most relevant to it"
-
-
 def choose_synthesizer(choice: str, settings: Settings, embedder: Embedder) -> tuple[Synthesizer, str]:
     """Ollama when chosen or reachable; otherwise the extractive synthesizer, saying why."""
-    if choice not in SYNTHESIZERS:
-        raise ConfigurationError(f"unknown synthesizer {choice!r}; choose one of {', '.join(SYNTHESIZERS)}")
+    check_synthesizer(choice)
     extractive = ExtractiveSynthesizer(embedder)
     if choice == "extractive":
         return extractive, "chosen"

@@ -41,7 +41,7 @@ def timed_ingest(corpus: Path, settings):
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
-    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.embed import embedder_for
     from citesum.tasks.settings import Settings
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.store.writer import ensure_writer_limit
@@ -53,9 +53,7 @@ def main() -> None:
     db = args.db or tempfile.mkdtemp(prefix="citesum-bench-")
     settings = Settings(corpus=args.corpus, db=db)
 
-    embedder = load_embedder(
-        settings.chunking.embed_model, settings.ingest.embed_batch_size
-    )  # loaded before timing, as in a warm worker
+    embedder = embedder_for(settings)  # loaded before timing, as in a warm worker
     embedder.embed(["warm-up"])
     ensure_writer_limit()  # starts Prefect's temporary server outside the timed runs
     cold, cold_s = timed_ingest(args.corpus, settings)

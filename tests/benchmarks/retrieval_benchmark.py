@@ -44,7 +44,7 @@ def against_targets(figures: dict, evidence_k: int) -> dict:
 
 def main() -> None:
     # Imported here: a spawned child process re-imports this script and must not load the model for nothing.
-    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.embed import embedder_for
     from citesum.tasks.settings import Settings
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize.evaluate import evaluate, load_questions
@@ -59,7 +59,7 @@ def main() -> None:
 
     settings = Settings(db=args.db, reranker=args.reranker)
     store = LanceStore.open(settings.store.db)
-    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    embedder = embedder_for(settings)
     embedder.embed(["warm-up"])  # loaded before timing, as in a warm worker
     reranker = load_reranker(settings.summarize.reranker, embedder)
     questions = load_questions(args.questions)

@@ -22,7 +22,7 @@ def main() -> None:
     from prefect.logging import disable_run_logger
 
     from citesum.flows.summarize import run_summarize
-    from citesum.tasks.embed import load_embedder
+    from citesum.tasks.embed import embedder_for
     from citesum.tasks.settings import Settings
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize.evaluate import load_questions
@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = Settings(db=args.db, runs_dir="/tmp/citesum-benchmark-runs")
-    embedder = load_embedder(settings.chunking.embed_model, settings.ingest.embed_batch_size)
+    embedder = embedder_for(settings)
     store = LanceStore.open(settings.store.db)
     reranker = load_reranker(settings.summarize.reranker, embedder)
     synthesizer, reason = choose_synthesizer("extractive", settings, embedder)

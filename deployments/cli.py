@@ -9,8 +9,10 @@ they appear only with ``--verbose``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -125,7 +127,12 @@ def ingest(
     from citesum.tasks.ingest.sources import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    sources_to_ingest(path or settings.ingest.corpus, settings)  # a bad path fails before any run starts
+    target = path or settings.ingest.corpus
+    if not target.exists() and not target.is_symlink():
+        sources_to_ingest(target, settings)  # the error, before the engine starts
+    engine = engine_starting()
+    sources_to_ingest(target, settings)  # a folder without PDFs fails before any run starts
+    engine.join()
     if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
         state = ingest_state(path, settings, replace=replace)
     else:
@@ -141,7 +148,25 @@ def ingest(
         print(json.dumps(result.to_json(), indent=2))
     else:
         print_ingest_table(reports.table_rows(result), result.totals())
+        out.print(f"embedding backend: {result.embed_backend}", highlight=False, soft_wrap=True)
     raise typer.Exit(1 if result.failed else 0)
+
+
+def engine_starting() -> threading.Thread:
+    """Prefect's temporary server (when it needs one), starting in the background: it takes seconds, which
+    discovery, hashing and the imports of the run overlap. Join the thread before the run; a server that failed
+    to start is started again, and its error reported, by the run itself. Not a daemon: a process that exits
+    meanwhile (a folder without PDFs) waits for the start, so the server's exit hook stops it (no orphan)."""
+
+    def start() -> None:
+        from citesum.flows.runners import start_temporary_server
+
+        with contextlib.suppress(Exception):
+            start_temporary_server()
+
+    thread = threading.Thread(target=start, name="citesum-engine-start")
+    thread.start()
+    return thread
 
 
 def ingest_state(
@@ -352,7 +377,6 @@ def watch(
 ):
     """Move complete PDFs from an upload folder into the corpus and announce each for ingestion."""
     import signal
-    import threading
 
     from citesum.deployments import watch as watching
 

@@ -1,4 +1,5 @@
-"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``)."""
+"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``);
+and the engine's temporary server, started ahead of a run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.writer import ensure_writer_limit
+
+
+def start_temporary_server() -> None:
+    """Start Prefect's temporary server now, when no PREFECT_API_URL names a server: the engine would start the same
+    one (a per-process singleton) at the run's first API call, and waits for it to answer either way."""
+    if PREFECT_API_URL.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    SubprocessASGIServer().start()
 
 
 @contextmanager

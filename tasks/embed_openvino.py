@@ -22,6 +22,7 @@ import importlib
 import inspect
 import json
 import os
+import sys
 import tempfile
 import threading
 import warnings
@@ -178,7 +179,7 @@ class OpenVINOEmbedder:
         precision: str = "auto",
     ):
         try:
-            ov = importlib.import_module(runtime)
+            ov = import_runtime(runtime)
         except ImportError as exc:
             raise Unsupported(f"the OpenVINO runtime cannot be imported ({exc})") from exc
         from tokenizers import Tokenizer
@@ -278,6 +279,14 @@ def batch_tokenizer(tokenizer, layout: ModelLayout):
         pad_id=padding["pad_id"], pad_type_id=padding["pad_type_id"], pad_token=padding["pad_token"]
     )
     return tokenizer
+
+
+def import_runtime(name: str):
+    """The OpenVINO runtime without its model conversion tools, which this backend does not use: importing them
+    (``import openvino`` tries to) sends usage telemetry from a forked process and writes files under ~/intel."""
+    if name == "openvino":
+        sys.modules.setdefault("openvino.tools.ovc", None)  # a None entry makes that import fail; openvino skips it
+    return importlib.import_module(name)
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:

@@ -95,15 +95,20 @@ def test_an_expected_error_is_one_line_and_json_with_json(ingested):
     assert as_json.stderr == f"error: {message}\n"
 
 
-def test_engine_logs_reach_the_terminal_only_with_verbose(ingested):
-    corpus, db, _, _ = ingested
-    quiet = citesum("ingest", str(corpus / AGREEMENT), "--db", str(db))
+def test_engine_logs_reach_the_terminal_only_with_verbose(ingested, tmp_path):
+    corpus, _, _, _ = ingested
+    # Fresh stores, so the document is embedded and the model loads (an unchanged document loads none); torch,
+    # whose loading shows the "Loading weights" bar (a cached OpenVINO export loads without a word).
+    quiet = citesum("ingest", str(corpus / AGREEMENT), "--db", str(tmp_path / "quiet"), CITESUM_EMBED_BACKEND="torch")
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == ""  # no Prefect lines, no telemetry notice, no "Loading weights" bar
-    loud = citesum("--verbose", "ingest", str(corpus / AGREEMENT), "--db", str(db))
+    assert "embedding backend: torch fp32 (chosen)" in quiet.stdout
+    loud = citesum(
+        "--verbose", "ingest", str(corpus / AGREEMENT), "--db", str(tmp_path / "loud"), CITESUM_EMBED_BACKEND="torch"
+    )
     assert loud.returncode == 0, loud.stderr
     assert "| INFO    | Flow run" in loud.stderr and "Finished in state Completed()" in loud.stderr
-    assert "Loading weights" in loud.stderr
+    assert "Loading weights" in loud.stderr and "embedding with torch fp32 (chosen)" in loud.stderr
 
 
 def test_summarize_on_an_empty_store_exits_2_with_one_line(tmp_path):

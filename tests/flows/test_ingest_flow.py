@@ -16,6 +16,7 @@ from prefect import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
 from citesum.flows.ingest import STEPS, ingest, run_ingest
+from citesum.tasks.embed import load_embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.report import IngestReport
 from citesum.tasks.settings import Settings
@@ -75,6 +76,20 @@ def test_ingest_is_idempotent(tmp_path, corpus):
     assert set(statuses(second).values()) == {"unchanged"}
     assert second.totals()["embedded"] == 0
     assert chunk_ids(settings) == ids
+
+
+def test_an_unchanged_reingest_loads_no_model_and_the_report_says_what_embedded(tmp_path, corpus):
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    state, first = run(settings)
+    assert state.is_completed(), first
+    assert re.fullmatch(r"(openvino (bf16|fp32|fp16)|torch fp32) \(.+\)", first.embed_backend), first.embed_backend
+    load_embedder.cache_clear()  # the process's loaded models: none is loaded again below
+    state, second = run(settings)
+    assert set(statuses(second).values()) == {"unchanged"}
+    assert second.embed_backend == "not loaded: nothing to embed"
+    assert load_embedder.cache_info().currsize == 0
+    assert second.to_json()["embed_backend"] == second.embed_backend
 
 
 def versions(settings: Settings) -> dict[str, int]:

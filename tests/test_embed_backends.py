@@ -1,0 +1,174 @@
+"""The OpenVINO embedding backend against sentence-transformers on torch, on real chunks of the sample corpus:
+the same vectors (cosine >= 0.999) and token counts, the same retrieval whichever backend wrote or queries a store,
+an export made once and reused, and torch whenever OpenVINO cannot run, saying why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citesum.tasks.embed import SentenceTransformerEmbedder, load_embedder, model_folder
+from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported, cache_key, read_layout
+from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.ingest.chunk import chunk_document
+from citesum.tasks.ingest.pdf.extract import extract_document
+from citesum.tasks.ingest.sources import source_for
+from citesum.tasks.records import DocumentRecord
+from citesum.tasks.settings import DEFAULT_EMBED_MODEL
+from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.retrieve import retrieve
+
+QUESTIONS = [
+    "What are the termination obligations?",
+    "How much notice is needed to end the agreement?",
+    "What were the results of the benchmark?",
+    "Which limitations does the report list?",
+    "What does the memo ask staff to do?",
+    "Who pays the fees and when?",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("embed-cache")
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> SentenceTransformerEmbedder:
+    return load_embedder(DEFAULT_EMBED_MODEL, 32, "torch")
+
+
+@pytest.fixture(scope="module")
+def fast(cache) -> OpenVINOEmbedder:
+    return OpenVINOEmbedder(DEFAULT_EMBED_MODEL, model_folder(DEFAULT_EMBED_MODEL), cache)
+
+
+@pytest.fixture(scope="module")
+def chunked(tmp_path_factory, sample, torch_embedder):
+    """The sample corpus, extracted and chunked as ingestion does."""
+    folder = tmp_path_factory.mktemp("corpus")
+    sample.write_sample_corpus(folder)
+    documents = []
+    for path in sorted(folder.glob("*.pdf")):
+        extracted = extract_document(source_for(path, folder))
+        documents.append(
+            chunk_document(extracted, count_tokens=torch_embedder.count_tokens, max_tokens=torch_embedder.max_tokens)
+        )
+    return documents
+
+
+def texts_of(chunked) -> list[str]:
+    return [c.embedding_text for doc in chunked for c in doc.chunks]
+
+
+def test_openvino_vectors_and_token_counts_match_torch_on_sample_chunks(chunked, torch_embedder, fast):
+    texts = texts_of(chunked)
+    assert len(texts) >= 20
+    mine, theirs = fast.embed(texts), torch_embedder.embed(texts)
+    assert mine.shape == theirs.shape and mine.dtype == np.float32
+    assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(mine * theirs, axis=1))) >= 0.999
+    # chunking counts with the embedder, and the fingerprint does not name the backend: the counts must agree
+    assert [fast.count_tokens(t) for t in texts] == [torch_embedder.count_tokens(t) for t in texts]
+    assert (fast.name, fast.dimension, fast.max_tokens) == (
+        torch_embedder.name,
+        torch_embedder.dimension,
+        torch_embedder.max_tokens,
+    )
+    assert fast.backend == f"openvino {fast.precision}" and fast.precision in ("bf16", "fp32", "fp16")
+
+
+def store_with(tmp: Path, chunked, embedder) -> LanceStore:
+    store = LanceStore.open_or_create(str(tmp), embedder.name, embedder.dimension)
+    for doc in chunked:
+        source = doc.chunks[0]
+        record = DocumentRecord(
+            source.document_id, source.version, source.source, 1, len(doc.chunks), "ok", embed_model=embedder.name
+        )
+        store.supersede(record, doc.chunks, embedder.embed([c.embedding_text for c in doc.chunks]))
+    return store
+
+
+def top10(store: LanceStore, embedder, question: str) -> list[str]:
+    return [c.chunk.chunk_id for c in retrieve(store, embedder, question, k=10)]
+
+
+def test_a_store_written_with_one_backend_is_searched_alike_with_the_other(tmp_path, chunked, torch_embedder, fast):
+    by_torch, by_openvino = (
+        store_with(tmp_path / "t", chunked, torch_embedder),
+        store_with(tmp_path / "o", chunked, fast),
+    )
+    for question in QUESTIONS:
+        reference = top10(by_torch, torch_embedder, question)
+        assert len(reference) == 10
+        assert top10(by_torch, fast, question) == reference, question
+        assert top10(by_openvino, torch_embedder, question) == reference, question
+
+
+def test_the_export_is_made_once_and_reused(cache, fast):
+    onnx = fast.cache / "model.onnx"
+    made = onnx.stat().st_mtime_ns
+    exports = OpenVINOEmbedder.exports
+    again = OpenVINOEmbedder(DEFAULT_EMBED_MODEL, model_folder(DEFAULT_EMBED_MODEL), cache)
+    assert again.cache == fast.cache
+    assert OpenVINOEmbedder.exports == exports and onnx.stat().st_mtime_ns == made
+    assert np.allclose(again.embed(["Notice of termination"]), fast.embed(["Notice of termination"]), atol=1e-6)
+
+
+def test_auto_checks_once_and_later_processes_do_not_load_torch(cache):
+    first = load_embedder(DEFAULT_EMBED_MODEL, 32, "auto", cache)
+    assert first.backend.startswith("openvino ") and "matches torch on the self-check" in first.backend_reason
+    [record] = cache.glob("*/self-check-*.json")
+    assert json.loads(record.read_text())["passed"] is True
+    probe = (
+        "import sys; from pathlib import Path; from citesum.tasks.embed import load_embedder; "
+        f"e = load_embedder('{DEFAULT_EMBED_MODEL}', 32, 'auto', Path({str(cache)!r})); "
+        "e.embed(['a clause']); print(e.backend, 'torch' in sys.modules, sys.modules.get('openvino.tools.ovc'))"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    # no torch; and not OpenVINO's conversion tools, whose import sends telemetry from a forked process
+    assert shown.stdout.split() == [*first.backend.split(), "False", "None"]
+
+
+def test_the_cache_key_changes_with_the_model_files(tmp_path, cache, fast):
+    copy = tmp_path / "model"
+    shutil.copytree(model_folder(DEFAULT_EMBED_MODEL), copy)
+    assert cache_key(copy, "2026.4.1", "auto") == cache_key(model_folder(DEFAULT_EMBED_MODEL), "2026.4.1", "auto")
+    assert cache_key(copy, "2026.4.1", "auto") != cache_key(copy, "2026.5.0", "auto")
+    assert cache_key(copy, "2026.4.1", "auto") != cache_key(copy, "2026.4.1", "f32")
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps(config | {"note": "changed"}))
+    exports = OpenVINOEmbedder.exports
+    changed = OpenVINOEmbedder(str(copy), copy, cache)
+    assert changed.cache != fast.cache and OpenVINOEmbedder.exports == exports + 1
+
+
+def test_auto_falls_back_to_torch_when_the_runtime_cannot_be_imported(tmp_path):
+    embedder = load_embedder(DEFAULT_EMBED_MODEL, 32, "auto", tmp_path, runtime="citesum_no_such_runtime")
+    assert isinstance(embedder, SentenceTransformerEmbedder) and embedder.backend == "torch fp32"
+    assert embedder.backend_reason.startswith("OpenVINO unavailable: the OpenVINO runtime cannot be imported")
+    assert "citesum_no_such_runtime" in embedder.backend_reason
+    with pytest.raises(ConfigurationError, match="OpenVINO embedding backend cannot run"):
+        load_embedder(DEFAULT_EMBED_MODEL, 32, "openvino", tmp_path, runtime="citesum_no_such_runtime")
+    assert not any(tmp_path.iterdir())  # nothing exported
+
+
+def test_a_pooling_openvino_does_not_reproduce_falls_back_to_torch_saying_why(tmp_path):
+    copy = tmp_path / "model"
+    shutil.copytree(model_folder(DEFAULT_EMBED_MODEL), copy)
+    pooling = copy / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.write_text(
+        json.dumps(config | {"pooling_mode_mean_tokens": False, "pooling_mode_mean_sqrt_len_tokens": True})
+    )
+    with pytest.raises(Unsupported, match="pooling"):
+        read_layout(copy)
+    embedder = load_embedder(str(copy), 32, "auto", tmp_path / "cache")
+    assert embedder.backend == "torch fp32" and "pooling" in embedder.backend_reason

@@ -127,12 +127,7 @@ def ingest(
     from citesum.tasks.ingest.sources import sources_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    target = path or settings.ingest.corpus
-    if not target.exists() and not target.is_symlink():
-        sources_to_ingest(target, settings)  # the error, before the engine starts
-    engine = engine_starting()
-    sources_to_ingest(target, settings)  # a folder without PDFs fails before any run starts
-    engine.join()
+    sources_to_ingest(path or settings.ingest.corpus, settings)  # a bad path fails before any run starts
     if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
         state = ingest_state(path, settings, replace=replace)
     else:
@@ -153,10 +148,10 @@ def ingest(
 
 
 def engine_starting() -> threading.Thread:
-    """Prefect's temporary server (when it needs one), starting in the background: it takes seconds, which
-    discovery, hashing and the imports of the run overlap. Join the thread before the run; a server that failed
-    to start is started again, and its error reported, by the run itself. Not a daemon: a process that exits
-    meanwhile (a folder without PDFs) waits for the start, so the server's exit hook stops it (no orphan)."""
+    """Prefect's temporary server (when it needs one), starting in the background: it takes seconds, which the
+    imports of the flow overlap. Join the thread before the run; a server that failed to start is started again,
+    and its error reported, by the run itself. Not a daemon: a process that exits meanwhile waits for the start,
+    so the server's exit hook stops it (no orphan)."""
 
     def start() -> None:
         from citesum.flows.runners import start_temporary_server
@@ -173,8 +168,10 @@ def ingest_state(
     path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None, replace: bool = False
 ):
     """The ingestion flow's final state; a runner setting it cannot use raises before any run."""
+    engine = engine_starting()
     from citesum.flows.ingest import run_ingest
 
+    engine.join()
     return run_ingest(str(path) if path else None, settings, on_progress, replace)
 
 
@@ -277,8 +274,10 @@ def summarize(
     check_synthesizer(synth)
     settings = make_settings(db=db)
     open_store(settings.store.db)
+    engine = engine_starting()
     from citesum.flows.summarize import run_summarize
 
+    engine.join()
     summary = outcome(run_summarize(question, doc, mode, synth, settings))
     if json_output:
         print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))

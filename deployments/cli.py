@@ -143,21 +143,24 @@ def ingest(
         print(json.dumps(result.to_json(), indent=2))
     else:
         print_ingest_table(reports.table_rows(result), result.totals())
-        out.print(f"embedding backend: {result.embed_backend}", highlight=False, soft_wrap=True)
+        out.print(f"embedding backend: {result.embed_backend}", highlight=False)
     raise typer.Exit(1 if result.failed else 0)
 
 
 def engine_starting() -> threading.Thread:
-    """Prefect's temporary server (when it needs one), starting in the background: it takes seconds, which the
-    imports of the flow overlap. Join the thread before the run; a server that failed to start is started again,
-    and its error reported, by the run itself. Not a daemon: a process that exits meanwhile waits for the start,
-    so the server's exit hook stops it (no orphan)."""
+    """Prefect's temporary server (when it needs one), starting in the background: its process takes seconds to
+    answer, which the imports of the flow overlap. Its module is imported here, in this thread: Prefect's modules
+    imported by two threads at once fail their plugin set-up. Join the thread before the run; a server that failed
+    to start is started again, and its error reported, by the run itself. Not a daemon: a process that exits
+    meanwhile waits for the start, so the server's exit hook stops it (no orphan)."""
+    from citesum.flows.runners import temporary_server
+
+    server = temporary_server()
 
     def start() -> None:
-        from citesum.flows.runners import start_temporary_server
-
-        with contextlib.suppress(Exception):
-            start_temporary_server()
+        if server is not None:
+            with contextlib.suppress(Exception):
+                server.start()
 
     thread = threading.Thread(target=start, name="citesum-engine-start")
     thread.start()

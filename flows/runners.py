@@ -16,14 +16,14 @@ from citesum.tasks.settings import Settings
 from citesum.tasks.store.writer import ensure_writer_limit
 
 
-def start_temporary_server() -> None:
-    """Start Prefect's temporary server now, when no PREFECT_API_URL names a server: the engine would start the same
-    one (a per-process singleton) at the run's first API call, and waits for it to answer either way."""
+def temporary_server():
+    """Prefect's temporary server (a per-process singleton, not started yet) when no PREFECT_API_URL names a server;
+    the engine starts the same one at a run's first API call, so starting it earlier only moves that wait."""
     if PREFECT_API_URL.value():
-        return
+        return None
     from prefect.server.api.server import SubprocessASGIServer
 
-    SubprocessASGIServer().start()
+    return SubprocessASGIServer()
 
 
 @contextmanager

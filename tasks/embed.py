@@ -84,6 +84,7 @@ class SentenceTransformerEmbedder:
         self.name = name
         self.batch_size = batch_size
         self.backend_reason = reason
+        self.loaded_with = (name, batch_size, "torch", default_cache_dir() / "embed", "openvino")  # loaded_embedder's
         path = resolve_model_path(name)
         try:
             self._model = SentenceTransformer(path, device="cpu", local_files_only=True, trust_remote_code=False)
@@ -101,8 +102,8 @@ class SentenceTransformerEmbedder:
 
     def __reduce__(self) -> tuple[Callable[..., Embedder], tuple]:
         # Pickled as a handle for Dask worker processes: the model (weights, a lock) does not pickle, and
-        # load_embedder's per-process cache makes each worker load it once, not once per task.
-        return load_embedder, (self.name, self.batch_size, "torch")
+        # loaded_embedder's per-process cache makes each worker load it once, not once per task.
+        return loaded_embedder, self.loaded_with
 
     def count_tokens(self, text: str) -> int:
         return self._count(text)
@@ -145,7 +146,6 @@ def embedder_for(settings: Settings) -> Embedder:
     )
 
 
-@lru_cache(maxsize=4)
 def load_embedder(
     name: str = DEFAULT_EMBED_MODEL,
     batch_size: int = 32,
@@ -159,11 +159,29 @@ def load_embedder(
     loads and its self-check against torch holds (recorded in the cache, so torch loads once per export), else
     torch. ``runtime`` is the module imported as the OpenVINO runtime (a test names a missing one).
     """
+    cache = Path(cache_dir) if cache_dir else default_cache_dir() / "embed"
+    return loaded_embedder(name, batch_size, backend, cache, runtime)
+
+
+@lru_cache(maxsize=4)
+def loaded_embedder(name: str, batch_size: int, backend: str, cache: Path, runtime: str) -> Embedder:
+    """``load_embedder`` with every argument given, so that each way of calling it shares one loaded model; an
+    embedder pickles (for a Dask worker) as a call of this with its arguments."""
+    embedder = choose_backend(name, batch_size, backend, cache, runtime)
+    embedder.loaded_with = (name, batch_size, backend, cache, runtime)
+    return embedder
+
+
+# How many models this process holds (the Dask test reads it on each worker), and letting them go.
+load_embedder.cache_info = loaded_embedder.cache_info
+load_embedder.cache_clear = loaded_embedder.cache_clear
+
+
+def choose_backend(name: str, batch_size: int, backend: str, cache: Path, runtime: str) -> Embedder:
     if backend == "torch":
         return SentenceTransformerEmbedder(name, batch_size=batch_size, reason="chosen")
     from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported
 
-    cache = Path(cache_dir) if cache_dir else default_cache_dir() / "embed"
     try:
         folder = model_folder(name)
         if folder is None:

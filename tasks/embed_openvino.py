@@ -186,7 +186,8 @@ class OpenVINOEmbedder:
 
         self.layout = read_layout(folder)
         self.name, self.batch_size, self.dimension = name, batch_size, self.layout.dimension
-        self.cache_dir, self.runtime, self.backend_reason = cache_dir, runtime, "chosen"
+        self.backend_reason = "chosen"
+        self.loaded_with = (name, batch_size, "openvino", cache_dir, runtime)  # loaded_embedder's, when not from it
         self.max_tokens = self.layout.max_seq_length
         self.cache = cache_dir / cache_key(folder, ov.get_version(), precision)
         onnx = self.cache / "model.onnx"
@@ -214,9 +215,9 @@ class OpenVINOEmbedder:
 
     def __reduce__(self) -> tuple[Callable[..., object], tuple]:
         # Sent to a Dask worker as a handle, like the torch embedder: the worker loads the cached export once.
-        from citesum.tasks.embed import load_embedder
+        from citesum.tasks.embed import loaded_embedder
 
-        return load_embedder, (self.name, self.batch_size, "openvino", self.cache_dir, self.runtime)
+        return loaded_embedder, self.loaded_with
 
     def count_tokens(self, text: str) -> int:
         return self._count(text)

@@ -58,3 +58,26 @@ def test_a_sentence_over_the_word_cap_is_quoted_by_its_clauses(embedder):
     assert len(quoted) >= 2, draft.raw  # clauses of the long sentence, not nothing
     assert all(s.text in LONG and len(s.text) < len(LONG) for s in quoted)
     assert validate(draft, {e.label: e.candidate.chunk.text for e in ev}, verbatim=True).ok
+
+
+def test_the_best_sentence_of_each_leading_chunk_is_cited_before_more_of_the_first(embedder):
+    # c1 holds several termination sentences; c2 and c3 one each, about other ways it ends.
+    first = (
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination for convenience must be signed by an officer of the terminating party. "
+        "Termination for convenience takes effect at the end of the notice period. "
+        "The terminating party must confirm the termination date in its notice."
+    )
+    second = (
+        "Company profile and history of the supplier since 1998. "
+        "The Customer may terminate the Agreement at once if the Supplier becomes insolvent."
+    )
+    third = "The Supplier may end the Agreement if an invoice stays unpaid for sixty days after a reminder."
+    ev = evidence(first, second, third)
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How can the Agreement be terminated?", tuple(ev), max_sentences=4)
+    )
+    cited = [c for s in draft.sentences for c in s.citations]
+    assert set(cited) == {"c1", "c2", "c3"}, draft.raw
+    assert "insolvent" in draft.raw and "Company profile" not in draft.raw  # c2's best sentence, not its first
+    assert len(draft.sentences) <= 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -70,7 +71,16 @@ def test_termination_question_cites_the_termination_pages_and_nothing_unrelated(
     citations = cited(summary)
     assert citations
     assert all(c.document_id == AGREEMENT for c in citations)
-    assert all(set(range(c.page_start, c.page_end + 1)) & termination_pages for c in citations), citations
+    # A clause cited from outside section 12 must itself say what holds at the end of the agreement
+    # (the confidentiality clause's "continue for five years after the end of the Term" does); the
+    # customer-obligations clause, ranked high for its heading word "obligations", must not appear.
+    (part,) = summary.parts
+    chunks = {e.label: e.candidate.chunk for e in part.section.evidence}
+    for sentence in part.section.sentences:
+        for chunk in (chunks[label] for label in sentence.citations):
+            on_termination_pages = set(range(chunk.page_start, chunk.page_end + 1)) & termination_pages
+            assert on_termination_pages or re.search(r"terminat|expir|end of the term", sentence.text, re.I), sentence
+            assert "Customer Obligations" not in chunk.heading, sentence
     assert summary.metrics["citation_rate"] == 1.0
     assert "Retrieval is not proof of coverage" in summary.markdown()
 

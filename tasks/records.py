@@ -62,11 +62,13 @@ def lost_pages(problems: tuple[Problem, ...] | list[Problem]) -> set[int]:
 
 @dataclass(frozen=True)
 class Block:
-    """A run of text on one page in reading order: a heading or a paragraph."""
+    """A run of text on one page in reading order: a heading, a paragraph or a table."""
 
     text: str
     page: int
     heading_level: int = 0  # 0 = body text, 1 = top-level heading, 2 = sub-heading ...
+    table: bool = False  # a table: one row a line, ``label | cell | cell`` (``citesum.tasks.tables``)
+    header_rows: int = 0  # a table's first lines, naming its columns
 
 
 @dataclass(frozen=True)

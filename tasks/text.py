@@ -1,7 +1,7 @@
 """Text helpers shared by every stage: one of each, so chunking, retrieval and synthesis agree.
 
 - ``split_sentences`` / ``sentences``: the one sentence splitter (spans or strings), with options
-  for query clauses and table lines.
+  for query clauses and line breaks; a table row line is always a piece of its own.
 - ``STOPWORDS``: the one list of English function words.
 - ``normalize_space``: runs of whitespace as one space, ends trimmed.
 - ``join_heading`` / ``split_heading``: the heading path format, ``"12 Termination > 12.2 Notice"``.
@@ -28,6 +28,8 @@ _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
 _LINE_END = re.compile(r"\n")
 _ENUMERATION = re.compile(r"(?<=\s)\((?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})\)(?=\s)")  # "(a)", "(iv)", "(2)"
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
+# A table row, "label | cell | cell" (citesum.tasks.tables): a line with a "|" between spaces.
+_TABLE_ROW = re.compile(r"^.*(?:^|[ \t])\|(?:[ \t]|$).*$", re.MULTILINE)
 
 
 def split_sentences(
@@ -45,8 +47,13 @@ def split_sentences(
     ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
     ``enumerations``: an item marker such as "(a)", "(iv)" or "(2)" after whitespace starts a
     piece, so a long contract sentence can be quoted item by item.
+
+    A table row line (``label | cell | cell``) is always a piece of its own: rows hold
+    no sentence punctuation, and would otherwise run together into one "sentence".
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
+    for row in _TABLE_ROW.finditer(text):
+        cuts.update((row.start(), row.end()))
     if clauses:
         cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
     if lines:
@@ -62,6 +69,11 @@ def sentences(text: str, *, clauses: bool = False, lines: bool = False, enumerat
     """The sentences of ``text`` as strings (see ``split_sentences``)."""
     spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations)
     return [text[start:end] for start, end in spans]
+
+
+def is_table_row(line: str) -> bool:
+    """Whether ``line`` is a table row, ``label | cell | cell`` (see ``citesum.tasks.tables``)."""
+    return "\n" not in line and bool(_TABLE_ROW.fullmatch(line))
 
 
 def _ends_sentence(match: re.Match[str]) -> bool:

@@ -7,8 +7,8 @@ come first: the rows before the first one that states a figure other than a year
 - ``row_line`` / ``row_cells``: a row as a line and back (``text.is_table_row`` tells a row line).
 - ``is_value`` / ``is_header_row``: what a figure is, and which rows name the columns.
 - ``tables_in``: the tables of a chunk's text, as header rows and data rows.
-- ``finding`` / ``finding_supported``: a data row as a statement, "Total debt: 2018
-  $14,622; 2017 $13,949", and the check that a chunk's row states exactly that.
+- ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
+  debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that.
 """
 
 from __future__ import annotations
@@ -79,6 +79,16 @@ def _table(rows: list[list[str]]) -> Table:
     return Table(tuple(map(tuple, rows[:count])), tuple(map(tuple, rows[count:])))
 
 
+def row_findings(text: str) -> dict[tuple[str, ...], str]:
+    """Each data row of the tables in ``text`` (its cells) with its ``finding``."""
+    found = {}
+    for table in tables_in(text):
+        for row in table.rows:
+            if (statement := finding(table, row)) is not None:
+                found.setdefault(row, statement)
+    return found
+
+
 def finding(table: Table, row: tuple[str, ...]) -> str | None:
     """The row as a statement, "Total debt: 2018 $14,622; 2017 $13,949", or None for a row without figures."""
     pairs = _pairs(table, row)
@@ -93,13 +103,12 @@ def _pairs(table: Table, row: tuple[str, ...]) -> list[str]:
 
 def finding_supported(chunk_text: str, sentence: str) -> bool:
     """Whether a row of the chunk has the sentence's label and each of its column-value pairs."""
-    label, colon, rest = normalize_space(sentence).partition(": ")
-    if not colon:
-        return False
-    wanted = [pair for pair in rest.split("; ") if pair]
+    sentence = normalize_space(sentence)
     for table in tables_in(chunk_text):
         for row in table.rows:
-            if row[0].rstrip(":").strip().lower() == label.lower():
+            label = f"{normalize_space(row[0].rstrip(':'))}: "
+            if len(label) > 2 and sentence.lower().startswith(label.lower()):
+                wanted = [pair for pair in sentence[len(label) :].split("; ") if pair]
                 pairs = set(_pairs(table, row))
                 if wanted and all(pair in pairs for pair in wanted):
                     return True

@@ -52,8 +52,10 @@ def split_sentences(
     no sentence punctuation, and would otherwise run together into one "sentence".
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
-    for row in _TABLE_ROW.finditer(text):
-        cuts.update((row.start(), row.end()))
+    rows = [(row.start(), row.end()) for row in _TABLE_ROW.finditer(text)]
+    if rows:
+        cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
+        cuts.update(cut for row in rows for cut in row)
     if clauses:
         cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
     if lines:

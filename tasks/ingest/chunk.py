@@ -187,9 +187,11 @@ class _Sectioner:
                 self._pack_text(heading, [(index, block) for index, block, _ in run])
                 header = ()  # only a table right after another goes on from it
                 continue
+            path = heading
             for index, block, caption in run:
-                header = _header_pieces(block, index, self.budget, header)
-                path = self._caption_path(heading, caption)
+                previous, header = header, _header_pieces(block, index, self.budget, header)
+                if not (header and header is previous):  # a table going on keeps its caption too
+                    path = self._caption_path(heading, caption)
                 self.drafts.extend(_pack_table(block, index, path, header, self.budget))
         for entry in self.stack:
             entry.landed = True

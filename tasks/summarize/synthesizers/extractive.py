@@ -6,6 +6,8 @@ near-repeats and sentences far less relevant than the best, and cites the chunk
 each came from. A sentence over ``MAX_WORDS`` (common in contracts) is quoted by
 its clauses instead: verbatim spans split at ";", ":" and item markers such as
 "(a)", each a candidate of its own; a clause still over the cap is left out.
+A table row is quoted as its finding, its label and each value under its column's
+name ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.text import normalize_space, sentences, split_sentences, tokens
+from citesum.tasks.tables import row_cells, row_findings
+from citesum.tasks.text import is_table_row, normalize_space, sentences, split_sentences, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 MAX_WORDS = 80  # longer "sentences" are split into clauses: run-on table rows, lists, contract clauses
@@ -45,7 +48,14 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
+        rows = row_findings(text)
         for start, end in split_sentences(text):
+            if is_table_row(text[start:end]):
+                row = rows.get(tuple(row_cells(text[start:end])))
+                if row is not None and row.lower() not in seen:
+                    seen.add(row.lower())
+                    found.append(_Sentence(row, (item.label,), len(found), float(prior)))
+                continue
             for sentence in quotable(normalize_space(text[start:end])):
                 if not MIN_WORDS <= word_count(sentence) <= MAX_WORDS or sentence.lower() in seen:
                     continue

@@ -29,9 +29,10 @@ def flagged_pages(folder: Path) -> tuple[int, int, int]:
         with pymupdf.open(path) as doc:
             for page in doc:
                 pages += 1
-                if is_tabular(page.get_text("dict", sort=True, flags=TEXT_FLAGS)):
+                textpage = page.get_textpage(flags=TEXT_FLAGS)
+                if is_tabular(page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)):
                     flagged += 1
-                    with_table += bool(find_tables(page, TEXT_FLAGS))
+                    with_table += bool(find_tables(page, textpage))
     return pages, flagged, with_table
 
 

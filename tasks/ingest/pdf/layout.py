@@ -40,8 +40,9 @@ class TextBlock:
 
 def text_blocks(page: pymupdf.Page, tables: bool = True) -> list[TextBlock]:
     """The page's text blocks in reading order; with ``tables``, a table found on it is one block."""
-    data = page.get_text("dict", sort=True, flags=TEXT_FLAGS)
-    found = find_tables(page, TEXT_FLAGS) if tables and is_tabular(data) else []
+    textpage = page.get_textpage(flags=TEXT_FLAGS)  # read once: the words of a table come from it too
+    data = page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)
+    found = find_tables(page, textpage) if tables and is_tabular(data) else []
     lines = [line for raw in data["blocks"] if raw["type"] == 0 for line in raw["lines"]]
     raws = [_outside(raw, found) for raw in data["blocks"] if raw["type"] == 0]
     blocks = [b for b in (b for raw in raws for b in _split_block(raw)) if b.text]

@@ -4,7 +4,7 @@ A table block holds one line per row, ``label | cell | cell``, every row with th
 number of cells (an empty cell stays empty: ``Current assets: | |``). Its header rows
 come first: the rows before the first one that states a figure other than a year.
 
-- ``row_line`` / ``row_cells``: a row as a line and back (``text.is_table_row`` tells a row line).
+- ``row_line`` / ``row_cells``: a row as a line and back (``text.table_rows`` finds the row lines).
 - ``is_value`` / ``is_header_row``: what a figure is, and which rows name the columns.
 - ``tables_in``: the tables of a chunk's text, as header rows and data rows.
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from citesum.tasks.text import is_table_row, normalize_space
+from citesum.tasks.text import normalize_space, table_rows
 
 SEPARATOR = " | "
 # A figure as financial statements print it: "14,622", "$14,622", "(886)", "12.5%", "-3", or a dash for none.
@@ -62,13 +62,15 @@ def tables_in(text: str) -> list[Table]:
     """The tables in ``text``: runs of row lines with the same number of cells."""
     found: list[Table] = []
     run: list[list[str]] = []
-    for line in [*text.splitlines(), ""]:
-        cells = row_cells(line) if is_table_row(line) else None
-        if run and (cells is None or len(cells) != len(run[0])):
+    end = -1
+    for start, stop in [*table_rows(text), (len(text) + 2, len(text) + 2)]:
+        cells = row_cells(text[start:stop]) if stop <= len(text) else None
+        if run and (cells is None or len(cells) != len(run[0]) or text[end:start].count("\n") > 2):
             found.append(_table(run))
             run = []
         if cells is not None:
             run.append(cells)
+        end = stop
     return found
 
 

@@ -30,6 +30,7 @@ _ENUMERATION = re.compile(r"(?<=\s)\((?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})\)(?=\s)"
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 # A table row, "label | cell | cell" (citesum.tasks.tables): a line with a "|" between spaces.
 _TABLE_ROW = re.compile(r"^.*(?:^|[ \t])\|(?:[ \t]|$).*$", re.MULTILINE)
+_CELL_SEPARATOR = re.compile(r"(?:^|[ \t])\|(?=[ \t]|$)", re.MULTILINE)
 
 
 def split_sentences(
@@ -52,7 +53,7 @@ def split_sentences(
     no sentence punctuation, and would otherwise run together into one "sentence".
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
-    rows = [(row.start(), row.end()) for row in _TABLE_ROW.finditer(text)]
+    rows = table_rows(text)
     if rows:
         cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
         cuts.update(cut for row in rows for cut in row)
@@ -73,9 +74,23 @@ def sentences(text: str, *, clauses: bool = False, lines: bool = False, enumerat
     return [text[start:end] for start, end in spans]
 
 
-def is_table_row(line: str) -> bool:
-    """Whether ``line`` is a table row, ``label | cell | cell`` (see ``citesum.tasks.tables``)."""
-    return "\n" not in line and bool(_TABLE_ROW.fullmatch(line))
+def table_rows(text: str) -> list[tuple[int, int]]:
+    """Spans of the lines of ``text`` that are table rows, ``label | cell | cell`` (``citesum.tasks.tables``):
+    lines with a "|" between spaces next to another such line with as many cells. A table has two rows or
+    more (a header and a row), so a lone "3M | 2018 Form 10-K" in running text is no row."""
+    lines = [(m.start(), m.end(), len(_CELL_SEPARATOR.findall(m.group()))) for m in _TABLE_ROW.finditer(text)]
+    rows = []
+    for i, (start, end, cells) in enumerate(lines):
+        before = i > 0 and lines[i - 1][2] == cells and _adjacent(text, lines[i - 1][1], start)
+        after = i + 1 < len(lines) and lines[i + 1][2] == cells and _adjacent(text, end, lines[i + 1][0])
+        if before or after:
+            rows.append((start, end))
+    return rows
+
+
+def _adjacent(text: str, end: int, start: int) -> bool:
+    """Only line breaks (a blank line at most) between two lines."""
+    return text[end:start].count("\n") <= 2 and not text[end:start].strip()
 
 
 def _ends_sentence(match: re.Match[str]) -> bool:

@@ -255,7 +255,16 @@ def test_each_table_row_is_a_sentence_of_its_own():
         "Less: Cash | 3,270 | 4,156",
         "Net debt | $11,352 | $9,793",
     ]
-    assert sentences("Paid | in part. The rest | later") == ["Paid | in part. The rest | later"]
+    assert sentences("Paid | in part. Held | 2\nTaken | in full. Left | 3") == [
+        "Paid | in part. Held | 2",  # a row line is one piece whatever it holds
+        "Taken | in full. Left | 3",
+    ]
+    # A lone line with a "|" in running text (a 10-K's running header) is no table row.
+    assert sentences("3M | 2018 Form 10-K. Sales rose. Costs fell.") == [
+        "3M | 2018 Form 10-K.",
+        "Sales rose.",
+        "Costs fell.",
+    ]
 
 
 def test_a_row_finding_is_checked_against_its_row():

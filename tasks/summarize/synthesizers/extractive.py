@@ -21,7 +21,7 @@ from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.tables import row_cells, row_findings
-from citesum.tasks.text import is_table_row, normalize_space, sentences, split_sentences, tokens
+from citesum.tasks.text import normalize_space, sentences, split_sentences, table_rows, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 MAX_WORDS = 80  # longer "sentences" are split into clauses: run-on table rows, lists, contract clauses
@@ -48,9 +48,9 @@ def evidence_sentences(evidence: Sequence[Evidence]) -> list[_Sentence]:
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
-        rows = row_findings(text)
+        rows, row_spans = row_findings(text), set(table_rows(text))
         for start, end in split_sentences(text):
-            if is_table_row(text[start:end]):
+            if (start, end) in row_spans:  # a header or label row is no finding
                 row = rows.get(tuple(row_cells(text[start:end])))
                 if row is not None and row.lower() not in seen:
                     seen.add(row.lower())

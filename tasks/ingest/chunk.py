@@ -236,9 +236,9 @@ def _header_pieces(block: Block, index: int, budget: _Budget, previous: tuple[_P
     rows = _row_spans(block.text)
     if block.header_rows:
         return tuple(_Piece(block, index, s, e, budget.tokens(block.text[s:e])) for s, e in rows[: block.header_rows])
-    if previous and rows and _cell_count(block.text[slice(*rows[0])]) == _cell_count(_piece_text(previous[0])):
-        return previous
-    return ()
+    cells = block.text[slice(*rows[0])].count("|") if rows else -1
+    first = previous[0] if previous else None
+    return previous if first and first.block.text[first.start : first.end].count("|") == cells else ()
 
 
 def _row_spans(text: str) -> list[tuple[int, int]]:
@@ -250,33 +250,14 @@ def _row_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _cell_count(line: str) -> int:
-    return line.count("|") + 1
-
-
-def _piece_text(piece: _Piece) -> str:
-    return piece.block.text[piece.start : piece.end]
-
-
 def _pack_table(block: Block, index: int, heading: str, header: tuple[_Piece, ...], budget: _Budget) -> list[_Draft]:
     """The table's rows in chunks that each open with ``header``; a row alone over the budget is cut."""
     own = {(p.start, p.end) for p in header if p.block_index == index}
     room = budget.room(heading) - sum(p.tokens for p in header)
     if room < budget.room(heading) // 4:  # headers too long to repeat: the rows alone
         header, room, own = (), budget.room(heading), set()
-    pieces = []
-    for start, end in _row_spans(block.text):
-        if (start, end) in own:
-            continue
-        tokens = budget.tokens(block.text[start:end])
-        if tokens <= room:
-            pieces.append(_Piece(block, index, start, end, tokens))
-            continue
-        fits = lambda t: budget.tokens(t) <= room  # noqa: E731
-        pieces.extend(
-            _Piece(block, index, s, e, budget.tokens(block.text[s:e]))
-            for s, e in _cut(block.text, start, end, fits, budget.max_tokens)
-        )
+    rows = [span for span in _row_spans(block.text) if span not in own]
+    pieces = [p for start, end in rows for p in _fitted(block, index, start, end, room, budget)]
     if not pieces:  # a table of nothing but its header rows
         return [_Draft(heading, header)] if header and own else []
     return [_Draft(heading, tuple(group), header) for group in _pack(pieces, room, 0)]
@@ -285,12 +266,17 @@ def _pack_table(block: Block, index: int, heading: str, header: tuple[_Piece, ..
 def _pieces(block: Block, index: int, room: int, budget: _Budget) -> Iterator[_Piece]:
     """The block's sentences, each counted once; a sentence over ``room`` is cut to fit."""
     for start, end in split_sentences(block.text):
-        tokens = budget.tokens(block.text[start:end])
-        if tokens <= room:
-            yield _Piece(block, index, start, end, tokens)
-            continue
-        for s, e in _cut(block.text, start, end, lambda t: budget.tokens(t) <= room, budget.max_tokens):
-            yield _Piece(block, index, s, e, budget.tokens(block.text[s:e]))
+        yield from _fitted(block, index, start, end, room, budget)
+
+
+def _fitted(block: Block, index: int, start: int, end: int, room: int, budget: _Budget) -> Iterator[_Piece]:
+    """``block.text[start:end]`` as one piece, or cut into pieces of at most ``room`` tokens."""
+    tokens = budget.tokens(block.text[start:end])
+    if tokens <= room:
+        yield _Piece(block, index, start, end, tokens)
+        return
+    for s, e in _cut(block.text, start, end, lambda t: budget.tokens(t) <= room, budget.max_tokens):
+        yield _Piece(block, index, s, e, budget.tokens(block.text[s:e]))
 
 
 def _cut(text: str, start: int, end: int, fits: Callable[[str], bool], max_words: int) -> list[tuple[int, int]]:

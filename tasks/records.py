@@ -14,6 +14,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ConfigDict, TypeAdapter
 
+from citesum.tasks.tables import without_separators
+
 PageMethod = Literal["text", "ocr", "lost"]
 
 # NaN and infinities stay numbers, as json.dumps writes them (pydantic's default would make them null).
@@ -120,8 +122,10 @@ class Chunk:
 
     @property
     def embedding_text(self) -> str:
-        """What is embedded: heading context plus text, so a clause keeps its section."""
-        return f"{self.heading}\n{self.text}" if self.heading else self.text
+        """What is embedded: heading context plus text, so a clause keeps its section; a table's rows (its
+        header rows first) without their cell separators (``tables.without_separators``)."""
+        text = without_separators(self.text) if "|" in self.text else self.text
+        return f"{self.heading}\n{text}" if self.heading else text
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,8 @@ def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_pat
         assert lines[0] == "| 2024 | 2023", chunk.text  # the header on every chunk
         assert chunk.heading == "Consolidated Statement of Income"  # the caption in the heading path
         assert embedder.count_tokens(chunk.embedding_text) <= 128
-        assert chunk.embedding_text == f"{chunk.heading}\n{chunk.text}"
+        # Embedded: the heading path, then the header and rows without their cell separators.
+        assert chunk.embedding_text == f"{chunk.heading}\n{chunk.text.replace(' | ', ' ')}"
     second_page = [c for c in rows if "Line item 45 of" in c.text]
     assert [(c.page_start, c.page_end) for c in second_page] == [(1, 2)]
     # Every row lands whole in exactly one chunk, in order.

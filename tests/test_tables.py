@@ -17,7 +17,7 @@ from citesum.tasks.summarize.evidence import CitedSentence, Draft
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.validate import validate
-from citesum.tasks.tables import finding_supported, row_findings
+from citesum.tasks.tables import finding_supported, row_cells, row_findings
 from citesum.tasks.text import sentences
 from tests.summary_fixtures import evidence
 
@@ -185,7 +185,9 @@ def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_pat
         assert chunk.heading == "Consolidated Statement of Income"  # the caption in the heading path
         assert embedder.count_tokens(chunk.embedding_text) <= 128
         # Embedded: the heading path, then the header and rows without their cell separators.
-        assert chunk.embedding_text == f"{chunk.heading}\n{chunk.text.replace(' | ', ' ')}"
+        plain = "\n".join(" ".join(c for c in row_cells(line) if c) for line in lines)
+        assert chunk.embedding_text == f"{chunk.heading}\n{plain}"
+        assert chunk.embedding_text.startswith(f"{chunk.heading}\n2024 2023\nLine item ")
     second_page = [c for c in rows if "Line item 45 of" in c.text]
     assert [(c.page_start, c.page_end) for c in second_page] == [(1, 2)]
     # Every row lands whole in exactly one chunk, in order.

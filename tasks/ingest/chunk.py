@@ -1,5 +1,8 @@
 """Split an extracted document into chunks that fit the embedding model's window.
 
+(Over 400 lines: one walk over the blocks whose parts, prose and tables, share the piece, draft and
+budget types and their packing; a table-chunking module would import all of them back.)
+
 Conventions (what the tests hold the code to):
 
 * Sections: a heading block closes the current section and opens a new one; no chunk

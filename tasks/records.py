@@ -14,6 +14,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ConfigDict, TypeAdapter
 
+from citesum.tasks.tables import without_separators
+
 PageMethod = Literal["text", "ocr", "lost"]
 
 # NaN and infinities stay numbers, as json.dumps writes them (pydantic's default would make them null).
@@ -62,11 +64,13 @@ def lost_pages(problems: tuple[Problem, ...] | list[Problem]) -> set[int]:
 
 @dataclass(frozen=True)
 class Block:
-    """A run of text on one page in reading order: a heading or a paragraph."""
+    """A run of text on one page in reading order: a heading, a paragraph or a table."""
 
     text: str
     page: int
     heading_level: int = 0  # 0 = body text, 1 = top-level heading, 2 = sub-heading ...
+    table: bool = False  # a table: one row a line, ``label | cell | cell`` (``citesum.tasks.tables``)
+    header_rows: int = 0  # a table's first lines, naming its columns
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,10 @@ class Chunk:
 
     @property
     def embedding_text(self) -> str:
-        """What is embedded: heading context plus text, so a clause keeps its section."""
-        return f"{self.heading}\n{self.text}" if self.heading else self.text
+        """What is embedded: heading context plus text, so a clause keeps its section; a table's rows (its
+        header rows first) without their cell separators (``tables.without_separators``)."""
+        text = without_separators(self.text) if "|" in self.text else self.text
+        return f"{self.heading}\n{text}" if self.heading else text
 
 
 @dataclass(frozen=True)

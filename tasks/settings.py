@@ -63,6 +63,13 @@ class ChunkingSettings(Group):
     )
     ocr: bool = Field(True, description="OCR pages without a text layer when Tesseract is installed.")
     ocr_language: str = Field("eng", description="Tesseract language(s) for OCR, e.g. 'eng+deu'.")
+    tables: bool = Field(
+        True,
+        description=(
+            "Extract tables (aligned columns of figures) as rows, 'label | cell | cell', chunked with their "
+            "column headers; off, a table is running text."
+        ),
+    )
 
 
 class IngestSettings(Group):

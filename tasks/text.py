@@ -1,7 +1,7 @@
 """Text helpers shared by every stage: one of each, so chunking, retrieval and synthesis agree.
 
 - ``split_sentences`` / ``sentences``: the one sentence splitter (spans or strings), with options
-  for query clauses and table lines.
+  for query clauses and line breaks; a table row line is always a piece of its own.
 - ``STOPWORDS``: the one list of English function words.
 - ``normalize_space``: runs of whitespace as one space, ends trimmed.
 - ``join_heading`` / ``split_heading``: the heading path format, ``"12 Termination > 12.2 Notice"``.
@@ -28,6 +28,9 @@ _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
 _LINE_END = re.compile(r"\n")
 _ENUMERATION = re.compile(r"(?<=\s)\((?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})\)(?=\s)")  # "(a)", "(iv)", "(2)"
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
+# A table row, "label | cell | cell" (citesum.tasks.tables): a line with a "|" between spaces.
+_TABLE_ROW = re.compile(r"^.*(?:^|[ \t])\|(?:[ \t]|$).*$", re.MULTILINE)
+_CELL_SEPARATOR = re.compile(r"(?:^|[ \t])\|(?=[ \t]|$)", re.MULTILINE)
 
 
 def split_sentences(
@@ -45,8 +48,15 @@ def split_sentences(
     ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
     ``enumerations``: an item marker such as "(a)", "(iv)" or "(2)" after whitespace starts a
     piece, so a long contract sentence can be quoted item by item.
+
+    A table row line (``label | cell | cell``) is always a piece of its own: rows hold
+    no sentence punctuation, and would otherwise run together into one "sentence".
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
+    rows = table_rows(text)
+    if rows:
+        cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
+        cuts.update(cut for row in rows for cut in row)
     if clauses:
         cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
     if lines:
@@ -62,6 +72,25 @@ def sentences(text: str, *, clauses: bool = False, lines: bool = False, enumerat
     """The sentences of ``text`` as strings (see ``split_sentences``)."""
     spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations)
     return [text[start:end] for start, end in spans]
+
+
+def table_rows(text: str) -> list[tuple[int, int]]:
+    """Spans of the lines of ``text`` that are table rows, ``label | cell | cell`` (``citesum.tasks.tables``):
+    lines with a "|" between spaces next to another such line with as many cells. A table has two rows or
+    more (a header and a row), so a lone "3M | 2018 Form 10-K" in running text is no row."""
+    lines = [(m.start(), m.end(), len(_CELL_SEPARATOR.findall(m.group()))) for m in _TABLE_ROW.finditer(text)]
+    rows = []
+    for i, (start, end, cells) in enumerate(lines):
+        before = i > 0 and lines[i - 1][2] == cells and _adjacent(text, lines[i - 1][1], start)
+        after = i + 1 < len(lines) and lines[i + 1][2] == cells and _adjacent(text, end, lines[i + 1][0])
+        if before or after:
+            rows.append((start, end))
+    return rows
+
+
+def _adjacent(text: str, end: int, start: int) -> bool:
+    """Only line breaks (a blank line at most) between two lines."""
+    return text[end:start].count("\n") <= 2 and not text[end:start].strip()
 
 
 def _ends_sentence(match: re.Match[str]) -> bool:

@@ -1,5 +1,8 @@
 """Split an extracted document into chunks that fit the embedding model's window.
 
+(Over 400 lines: one walk over the blocks whose parts, prose and tables, share the piece, draft and
+budget types and their packing; a table-chunking module would import all of them back.)
+
 Conventions (what the tests hold the code to):
 
 * Sections: a heading block closes the current section and opens a new one; no chunk
@@ -21,6 +24,12 @@ Conventions (what the tests hold the code to):
   renumbered 0..n-1.
 * Injection: ``chunk.injection`` lists the pages of the chunk's text (or heading) that address an AI
   system (``citesum.tasks.injection``), located by the blocks the matched text came from.
+* Tables (``Block.table``): a table's chunks hold only its rows, one a line, whole rows
+  only (unless one row alone is over the budget), each chunk opening with the table's
+  header rows; a table that goes on over a page break without headers of its own (the
+  next body block, as many cells a row) takes the previous page's, so its chunks span
+  both pages. A short line just before a table (its caption, e.g. "Net debt:") is the
+  last element of the table's heading path. Rows of one table are joined by a line break.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from citesum.tasks.text import join_heading, normalize_space, split_sentences
 CountTokens = Callable[[str], int]
 
 _WORD = re.compile(r"\S+")
+CAPTION_WORDS = 15  # a table's caption is a short line; longer text before a table is a paragraph
 _SPACE = re.compile(r"\s*")
 
 
@@ -65,6 +75,11 @@ class _Heading:
 class _Draft:
     heading: str
     pieces: tuple[_Piece, ...]
+    header: tuple[_Piece, ...] = ()  # a table's header rows, repeated on each of its chunks
+
+    @property
+    def all_pieces(self) -> tuple[_Piece, ...]:
+        return self.header + self.pieces
 
 
 class _Budget:
@@ -167,24 +182,104 @@ class _Sectioner:
         if not self.body:
             return
         heading = join_heading(h.text for h in self.stack)
-        room = self.budget.room(heading)
-        pieces = [p for index, block in self.body for p in _pieces(block, index, room, self.budget)]
-        for group in _pack(pieces, room, self.overlap):
-            self.drafts.append(_Draft(heading, tuple(group)))
+        header: tuple[_Piece, ...] = ()
+        fits = lambda caption: self._caption_path(heading, caption) != heading  # noqa: E731
+        for is_table, run in groupby(_with_captions(self.body, fits), key=lambda entry: entry[1].table):
+            run = list(run)
+            if not is_table:
+                self._pack_text(heading, [(index, block) for index, block, _ in run])
+                header = ()  # only a table right after another goes on from it
+                continue
+            path = heading
+            for index, block, caption in run:
+                previous, header = header, _header_pieces(block, index, self.budget, header)
+                if not (header and header is previous):  # a table going on keeps its caption too
+                    path = self._caption_path(heading, caption)
+                self.drafts.extend(_pack_table(block, index, path, header, self.budget))
         for entry in self.stack:
             entry.landed = True
         self.body = []
+
+    def _pack_text(self, heading: str, body: list[tuple[int, Block]]) -> None:
+        room = self.budget.room(heading)
+        pieces = [p for index, block in body for p in _pieces(block, index, room, self.budget)]
+        for group in _pack(pieces, room, self.overlap):
+            self.drafts.append(_Draft(heading, tuple(group)))
+
+    def _caption_path(self, heading: str, caption: Block | None) -> str:
+        if caption is None:
+            return heading
+        path = join_heading([*(h.text for h in self.stack), normalize_space(caption.text)])
+        return path if self.budget.tokens(path) <= self.budget.heading_room else heading
+
+
+def _with_captions(
+    body: list[tuple[int, Block]], fits: Callable[[Block], bool]
+) -> Iterator[tuple[int, Block, Block | None]]:
+    """The body's blocks, each table with its caption: a short line just before it that is no sentence, when it
+    ``fits`` the heading path. The caption is then not body text: it lands in the table's heading path."""
+
+    def is_caption(block: Block) -> bool:
+        text = block.text.strip()
+        short = not block.table and 0 < len(text.split()) <= CAPTION_WORDS and text[-1] not in ".;,"
+        return short and fits(block)
+
+    for position, (index, block) in enumerate(body):
+        nxt = body[position + 1][1] if position + 1 < len(body) else None
+        if nxt is not None and nxt.table and is_caption(block):
+            continue
+        previous = body[position - 1][1] if position else None
+        caption = previous if block.table and previous is not None and is_caption(previous) else None
+        yield index, block, caption
+
+
+def _header_pieces(block: Block, index: int, budget: _Budget, previous: tuple[_Piece, ...]) -> tuple[_Piece, ...]:
+    """The table's header rows as pieces; a table without any goes on from the one before it (``previous``)
+    when its rows have as many cells as that table's header."""
+    rows = _row_spans(block.text)
+    if block.header_rows:
+        return tuple(_Piece(block, index, s, e, budget.tokens(block.text[s:e])) for s, e in rows[: block.header_rows])
+    cells = block.text[slice(*rows[0])].count("|") if rows else -1
+    first = previous[0] if previous else None
+    return previous if first and first.block.text[first.start : first.end].count("|") == cells else ()
+
+
+def _row_spans(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+def _pack_table(block: Block, index: int, heading: str, header: tuple[_Piece, ...], budget: _Budget) -> list[_Draft]:
+    """The table's rows in chunks that each open with ``header``; a row alone over the budget is cut."""
+    own = {(p.start, p.end) for p in header if p.block_index == index}
+    room = budget.room(heading) - sum(p.tokens for p in header)
+    if room < budget.room(heading) // 4:  # headers too long to repeat: the rows alone
+        header, room, own = (), budget.room(heading), set()
+    rows = [span for span in _row_spans(block.text) if span not in own]
+    pieces = [p for start, end in rows for p in _fitted(block, index, start, end, room, budget)]
+    if not pieces:  # a table of nothing but its header rows
+        return [_Draft(heading, header)] if header and own else []
+    return [_Draft(heading, tuple(group), header) for group in _pack(pieces, room, 0)]
 
 
 def _pieces(block: Block, index: int, room: int, budget: _Budget) -> Iterator[_Piece]:
     """The block's sentences, each counted once; a sentence over ``room`` is cut to fit."""
     for start, end in split_sentences(block.text):
-        tokens = budget.tokens(block.text[start:end])
-        if tokens <= room:
-            yield _Piece(block, index, start, end, tokens)
-            continue
-        for s, e in _cut(block.text, start, end, lambda t: budget.tokens(t) <= room, budget.max_tokens):
-            yield _Piece(block, index, s, e, budget.tokens(block.text[s:e]))
+        yield from _fitted(block, index, start, end, room, budget)
+
+
+def _fitted(block: Block, index: int, start: int, end: int, room: int, budget: _Budget) -> Iterator[_Piece]:
+    """``block.text[start:end]`` as one piece, or cut into pieces of at most ``room`` tokens."""
+    tokens = budget.tokens(block.text[start:end])
+    if tokens <= room:
+        yield _Piece(block, index, start, end, tokens)
+        return
+    for s, e in _cut(block.text, start, end, lambda t: budget.tokens(t) <= room, budget.max_tokens):
+        yield _Piece(block, index, s, e, budget.tokens(block.text[s:e]))
 
 
 def _cut(text: str, start: int, end: int, fits: Callable[[str], bool], max_words: int) -> list[tuple[int, int]]:
@@ -254,13 +349,16 @@ def _overlap(previous: list[_Piece], nxt: _Piece, room: int, overlap: int) -> li
 
 
 def _enforce(draft: _Draft, budget: _Budget) -> list[_Draft]:
-    """Check the draft with the real counter; split it in halves while it is over."""
-    if budget.fits(draft.heading, _text(draft.pieces)):
+    """Check the draft with the real counter; split it in halves while it is over (a table's header goes with
+    each half, and is dropped from a single row that does not fit beside it)."""
+    if budget.fits(draft.heading, _text(draft.all_pieces)):
         return [draft]
     if len(draft.pieces) > 1:
         mid = len(draft.pieces) // 2
         halves = (draft.pieces[:mid], draft.pieces[mid:])
-        return [d for half in halves for d in _enforce(_Draft(draft.heading, half), budget)]
+        return [d for half in halves for d in _enforce(_Draft(draft.heading, half, draft.header), budget)]
+    if draft.header:
+        return _enforce(_Draft(draft.heading, draft.pieces), budget)
     (piece,) = draft.pieces
     spans = _cut(piece.block.text, piece.start, piece.end, partial(budget.fits, draft.heading), budget.max_tokens)
     block, text = piece.block, piece.block.text
@@ -270,12 +368,39 @@ def _enforce(draft: _Draft, budget: _Budget) -> list[_Draft]:
 
 
 def _text(pieces: Sequence[_Piece]) -> str:
-    """Consecutive pieces of one block as one slice of it; blocks joined by a blank line."""
-    parts = []
-    for _, run in groupby(pieces, key=lambda p: p.block_index):
-        run = list(run)
-        parts.append(run[0].block.text[run[0].start : run[-1].end])
-    return "\n\n".join(parts)
+    """Consecutive pieces of one block as one slice of it; blocks joined by a blank line, a table's rows (its
+    header, then rows further on, or on the next page) by a line break."""
+    return "".join(part for part, _ in _parts(pieces))
+
+
+def _parts(pieces: Sequence[_Piece]) -> list[tuple[str, int]]:
+    """The pieces of ``_text(pieces)`` (slices and separators), each with the index of the piece it starts with
+    (-1 for a separator): where each piece's text lies in the chunk's."""
+    parts: list[tuple[str, int]] = []
+    before, position = None, 0
+    for first, last in _runs(pieces):
+        if before is not None:
+            parts.append(("\n" if before.table and first.block.table else "\n\n", -1))
+        parts.append((first.block.text[first.start : last.end], position))
+        position += pieces[position:].index(last) + 1
+        before = first.block
+    return parts
+
+
+def _runs(pieces: Sequence[_Piece]) -> list[tuple[_Piece, _Piece]]:
+    """The first and last piece of each run of pieces that follow one another in one block."""
+    runs: list[tuple[_Piece, _Piece]] = []
+    for piece in pieces:
+        if runs and _follows(runs[-1][1], piece):
+            runs[-1] = (runs[-1][0], piece)
+        else:
+            runs.append((piece, piece))
+    return runs
+
+
+def _follows(previous: _Piece, piece: _Piece) -> bool:
+    same = previous.block_index == piece.block_index and previous.end <= piece.start
+    return same and not previous.block.text[previous.end : piece.start].strip()
 
 
 def _to_chunks(extracted: ExtractedDocument, drafts: Iterable[_Draft]) -> tuple[Chunk, ...]:
@@ -283,8 +408,8 @@ def _to_chunks(extracted: ExtractedDocument, drafts: Iterable[_Draft]) -> tuple[
     source = extracted.source
     chunks: dict[str, Chunk] = {}
     for draft in drafts:
-        pages = [p.block.page for p in draft.pieces]
-        text = _text(draft.pieces)
+        pages = [p.block.page for p in draft.all_pieces]
+        text = _text(draft.all_pieces)
         chunk = Chunk(
             document_id=source.document_id,
             version=source.version,
@@ -301,17 +426,20 @@ def _to_chunks(extracted: ExtractedDocument, drafts: Iterable[_Draft]) -> tuple[
 
 
 def _injection_pages(draft: _Draft, text: str) -> tuple[int, ...]:
-    """Pages of the pieces that hold some of a detector hit in ``text`` (``_text(draft.pieces)``); a
+    """Pages of the pieces that hold some of a detector hit in ``text`` (``_text(draft.all_pieces)``); a
     heading that addresses an AI system flags the chunk's first page."""
     found = injection.hits(text)
-    pages = {min(p.block.page for p in draft.pieces)} if injection.addresses_ai(draft.heading) else set()
+    pieces = draft.all_pieces
+    pages = {min(p.block.page for p in pieces)} if injection.addresses_ai(draft.heading) else set()
     offset = 0
-    for _, run in groupby(draft.pieces, key=lambda p: p.block_index) if found else ():
-        run = list(run)
-        base = run[0].start
-        for piece in run:
-            start, end = offset + piece.start - base, offset + piece.end - base
-            if any(h.start < end and start < h.end for h in found):
-                pages.add(piece.block.page)
-        offset += run[-1].end - base + len("\n\n")
+    for part, index in _parts(pieces) if found else ():
+        if index >= 0:
+            base = pieces[index].start
+            for piece in pieces[index:]:
+                if piece.block_index != pieces[index].block_index or piece.end > base + len(part):
+                    break
+                start, end = offset + piece.start - base, offset + piece.end - base
+                if any(h.start < end and start < h.end for h in found):
+                    pages.add(piece.block.page)
+        offset += len(part)
     return tuple(sorted(pages))

@@ -80,6 +80,7 @@ def extract(job: Job, settings: Settings, password: str | None) -> Job:
         memory_mb=settings.ingest.extract_memory_mb,
         max_pages=settings.ingest.max_pages,
         ocr_max_pixels=settings.ingest.ocr_max_pixels,
+        tables=settings.chunking.tables,
     )
     seconds = time.perf_counter() - started
     get_run_logger().info(

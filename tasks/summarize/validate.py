@@ -2,8 +2,10 @@
 
 A sentence passes when it carries at least one citation, every label it cites is
 one of the selected evidence, and the cited chunks support it: verbatim for
-extractive output; for generated text, most of its content words and every
-number it states appear in the cited chunks.
+extractive output (a table row's finding, "Total debt: 2018 $14,622; 2017 $13,949",
+by a row of the chunk with that label and each of those values under those columns);
+for generated text, most of its content words and every number it states appear in
+the cited chunks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from citesum.tasks.summarize.evidence import CitedSentence, Draft
 from citesum.tasks.summarize.synthesizers.prompts import is_not_stated as says_not_stated
+from citesum.tasks.tables import finding_supported
 from citesum.tasks.text import content_words, normalize_space, tokens
 
 LIMITED_COVERAGE = "Limited coverage: some citations could not be verified"
@@ -86,7 +89,8 @@ def check_sentence(sentence: CitedSentence, evidence_text: Mapping[str, str], *,
 
 def supports(chunk_text: str, sentence: str, *, verbatim: bool) -> bool:
     if verbatim:
-        return normalize_space(sentence).lower() in normalize_space(chunk_text).lower()
+        quoted = normalize_space(sentence).lower() in normalize_space(chunk_text).lower()
+        return quoted or finding_supported(chunk_text, sentence)
     return word_support(chunk_text, sentence) >= MIN_WORD_SUPPORT and numbers_supported(chunk_text, sentence)
 
 

@@ -32,6 +32,7 @@ def extract_document(
     ocr_language: str = "eng",
     max_pages: int | None = None,
     ocr_max_pixels: int = 25_000_000,
+    tables: bool = True,
 ) -> ExtractedDocument:
     """Every page's text in reading order, with headings and a record of what went wrong.
 
@@ -40,6 +41,7 @@ def extract_document(
     damaged file that MuPDF repaired into nothing but blank pages (a truncated
     upload): storing it would supersede a good version with nothing. Otherwise a
     document whose pages are all lost is returned: each lost page carries a ``Problem``.
+    With ``tables``, a table on a text page is one block of rows (``layout.text_blocks``).
     """
     # MuPDF's default, in case pymupdf4llm was imported before this module and unset it
     pymupdf.TOOLS.unset_quad_corrections(False)
@@ -51,7 +53,7 @@ def extract_document(
             raise document_error(
                 source, "too_many_pages", f"{count:,} pages, over the limit of {max_pages:,} (CITESUM_MAX_PAGES)"
             )
-        pages = [extract_page(doc, index, ocr, ocr_language, ocr_max_pixels) for index in range(count)]
+        pages = [extract_page(doc, index, ocr, ocr_language, ocr_max_pixels, tables) for index in range(count)]
         levels = heading_levels(pages, read_toc(doc))
         problems = _document_problems(doc) + tuple(p for page in pages for p in page.problems)
         if doc.is_repaired and all(_is_blank_result(page) for page in pages):
@@ -80,7 +82,13 @@ def _document_problems(doc: pymupdf.Document) -> tuple[Problem, ...]:
 
 def _page_record(page: PageText, levels: dict[tuple[int, int], int]) -> Page:
     blocks = tuple(
-        Block(text=b.text, page=page.number, heading_level=levels.get((page.number, i), 0))
+        Block(
+            text=b.text,
+            page=page.number,
+            heading_level=levels.get((page.number, i), 0),
+            table=b.table,
+            header_rows=b.header_rows,
+        )
         for i, b in enumerate(page.blocks)
     )
     return Page(number=page.number, blocks=blocks, method=page.method)

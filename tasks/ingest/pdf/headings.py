@@ -44,7 +44,7 @@ def _outline_levels(pages: list[PageText], toc: list[tuple[int, str, int]]) -> d
         if not key or page is None:
             continue
         for index, block in enumerate(page.blocks):
-            if (number, index) not in levels and _is_title(block.text, key):
+            if (number, index) not in levels and not block.table and _is_title(block.text, key):
                 levels[(number, index)] = level
                 break
     return levels
@@ -98,7 +98,7 @@ def _body_style(pages: list[PageText]) -> tuple[float, bool]:
 
 def _is_heading(block: TextBlock, body_size: float, body_bold: bool) -> bool:
     words = block.text.split()
-    if not words or len(words) > HEADING_MAX_WORDS or block.text[-1] in ".,;":
+    if block.table or not words or len(words) > HEADING_MAX_WORDS or block.text[-1] in ".,;":
         return False
     if sum(c.isalpha() for c in block.text) < 2:  # page numbers, table figures, drop capitals
         return False

@@ -1,4 +1,5 @@
-"""A page's text blocks in reading order: MuPDF's blocks split into line groups, lines joined, columns ordered."""
+"""A page's text blocks in reading order: MuPDF's blocks split into line groups, lines joined, columns ordered;
+on a page with tables (``tables``), each table one block of its rows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from citesum.tasks.ingest.pdf.tables import FoundTable, find_tables, is_tabular
 from citesum.tasks.text import normalize_space
 
 # Unknown glyphs come out as U+FFFD (no TEXT_USE_CID_FOR_UNKNOWN_UNICODE) so that
@@ -29,16 +31,45 @@ class TextBlock:
     size: float  # the font size of most of its characters
     bold: bool  # most of its characters are bold
     chars: int
+    table: bool = False  # a table: one row a line, ``label | cell | cell``
+    header_rows: int = 0  # a table's first lines that name its columns
 
 
 # --- text blocks -------------------------------------------------------------
 
 
-def text_blocks(page: pymupdf.Page) -> list[TextBlock]:
-    """The page's text blocks in reading order."""
-    data = page.get_text("dict", sort=True, flags=TEXT_FLAGS)
-    blocks = [b for raw in data["blocks"] if raw["type"] == 0 for b in _split_block(raw)]
-    return _reading_order([b for b in blocks if b.text])
+def text_blocks(page: pymupdf.Page, tables: bool = True) -> list[TextBlock]:
+    """The page's text blocks in reading order; with ``tables``, a table found on it is one block."""
+    textpage = page.get_textpage(flags=TEXT_FLAGS)  # read once: the words of a table come from it too
+    data = page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)
+    found = find_tables(page, textpage) if tables and is_tabular(data) else []
+    lines = [line for raw in data["blocks"] if raw["type"] == 0 for line in raw["lines"]]
+    raws = [_outside(raw, found) for raw in data["blocks"] if raw["type"] == 0]
+    blocks = [b for b in (b for raw in raws for b in _split_block(raw)) if b.text]
+    for table in found:  # before the first block that starts below the table's top
+        at = next((i for i, b in enumerate(blocks) if b.bbox[1] >= table.bbox[1]), len(blocks))
+        blocks.insert(at, _table_block(table, [line for line in lines if _inside(line["bbox"], table)]))
+    return _reading_order(blocks)
+
+
+def _outside(raw: dict, tables: list[FoundTable]) -> dict:
+    """MuPDF's block without the lines inside a table (the table's block holds them)."""
+    if not tables:
+        return raw
+    return {**raw, "lines": [line for line in raw["lines"] if not any(_inside(line["bbox"], t) for t in tables)]}
+
+
+def _table_block(table: FoundTable, lines: list[dict]) -> TextBlock:
+    size, _, _ = _font_profile([span for line in lines for span in line["spans"]])
+    text = "\n".join(table.lines)
+    chars = sum(not c.isspace() and c != "|" for c in text)
+    return TextBlock(text, table.bbox, size, False, chars, table=True, header_rows=table.header_rows)
+
+
+def _inside(bbox: tuple[float, float, float, float], table: FoundTable) -> bool:
+    x, y = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    x0, y0, x1, y1 = table.bbox
+    return x0 - 1 <= x <= x1 + 1 and y0 - 1 <= y <= y1 + 1
 
 
 def _split_block(raw: dict) -> Iterator[TextBlock]:

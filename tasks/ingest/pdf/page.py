@@ -27,14 +27,19 @@ class PageText:
 
 
 def extract_page(
-    doc: pymupdf.Document, index: int, ocr: bool, ocr_language: str, ocr_max_pixels: int = 25_000_000
+    doc: pymupdf.Document,
+    index: int,
+    ocr: bool,
+    ocr_language: str,
+    ocr_max_pixels: int = 25_000_000,
+    tables: bool = True,
 ) -> PageText:
     """Raises ``MemoryError`` when the page needs more memory than the process may have: that fails
     the document (kind memory_limit), it is not a page MuPDF cannot read."""
     number = index + 1
     try:
         page = doc.load_page(index)
-        blocks = text_blocks(page)
+        blocks = text_blocks(page, tables)
         if blocks and _unreadable_share(blocks) < UNREADABLE_SHARE:
             return PageText(number, "text", tuple(blocks))
         return _without_text_layer(page, number, blocks, ocr_engine(ocr, ocr_language, ocr_max_pixels))

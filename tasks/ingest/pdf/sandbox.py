@@ -30,6 +30,7 @@ def extract_with_time_limit(
     memory_mb: int | None = None,
     max_pages: int | None = None,
     ocr_max_pixels: int = 25_000_000,
+    tables: bool = True,
 ) -> ExtractedDocument:
     """``extract_document`` in a child process that is killed after ``timeout`` seconds.
 
@@ -43,7 +44,7 @@ def extract_with_time_limit(
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     options = {"password": password, "ocr": ocr, "ocr_language": ocr_language}
-    options |= {"max_pages": max_pages, "ocr_max_pixels": ocr_max_pixels}
+    options |= {"max_pages": max_pages, "ocr_max_pixels": ocr_max_pixels, "tables": tables}
     process = context.Process(
         target=_extract_in_child,
         args=(sender, source, options, memory_mb),

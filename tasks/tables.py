@@ -1,0 +1,128 @@
+"""Table rows as text: the one format extraction writes and summarization reads.
+
+A table block holds one line per row, ``label | cell | cell``, every row with the same
+number of cells (an empty cell stays empty: ``Current assets: | |``). Its header rows
+come first: the rows before the first one that states a figure other than a year.
+
+- ``row_line`` / ``row_cells``: a row as a line and back (``text.table_rows`` finds the row lines).
+- ``is_value`` / ``is_header_row``: what a figure is, and which rows name the columns.
+- ``tables_in``: the tables of a chunk's text, as header rows and data rows.
+- ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
+  debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from citesum.tasks.text import normalize_space, table_rows
+
+SEPARATOR = " | "
+# A figure as financial statements print it: "14,622", "$14,622", "(886)", "12.5%", "-3", or a dash for none.
+_VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)?%?\)?$|^[\-\u2013\u2014]$")
+_YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
+
+
+def row_line(cells: list[str]) -> str:
+    """A row as one line; an empty label leaves the line starting with "|"."""
+    return SEPARATOR.join(normalize_space(c) for c in cells).strip()
+
+
+def without_separators(text: str) -> str:
+    """``text`` with its table rows' cell separators as spaces: "Total debt $14,622 $13,949".
+
+    What is embedded: a "|" per cell in every row made table chunks alike to the embedding model, whatever their
+    rows said, and they crowded other chunks out of dense retrieval (FinanceBench, issue 12)."""
+    spans = table_rows(text)
+    for start, end in reversed(spans):
+        text = text[:start] + " ".join(c for c in row_cells(text[start:end]) if c) + text[end:]
+    return text
+
+
+def row_cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.split("|")]
+
+
+def is_value(cell: str) -> bool:
+    """A cell that is one figure (a year is one too)."""
+    return bool(_VALUE.match(cell.replace(" ", "")))
+
+
+def is_year(cell: str) -> bool:
+    return bool(_YEAR.match(cell.strip()))
+
+
+def is_header_row(cells: list[str]) -> bool:
+    """A row naming columns: none of its value cells is a figure other than a year."""
+    return not any(is_value(c) and not is_year(c) for c in cells[1:] if c)
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[tuple[str, ...], ...]  # the header rows' cells
+    rows: tuple[tuple[str, ...], ...]  # the data rows' cells (label first)
+
+    def column_names(self) -> list[str]:
+        """Each value column's name: its header cells, top to bottom ("December 31, 2018")."""
+        width = max(len(r) for r in (*self.header, *self.rows))
+        return [" ".join(r[i] for r in self.header if i < len(r) and r[i]) for i in range(1, width)]
+
+
+def tables_in(text: str) -> list[Table]:
+    """The tables in ``text``: runs of row lines with the same number of cells."""
+    found: list[Table] = []
+    run: list[list[str]] = []
+    end = -1
+    for start, stop in [*table_rows(text), (len(text) + 2, len(text) + 2)]:
+        cells = row_cells(text[start:stop]) if stop <= len(text) else None
+        if run and (cells is None or len(cells) != len(run[0]) or text[end:start].count("\n") > 2):
+            found.append(_table(run))
+            run = []
+        if cells is not None:
+            run.append(cells)
+        end = stop
+    return found
+
+
+def _table(rows: list[list[str]]) -> Table:
+    count = 0
+    while count < len(rows) and is_header_row(rows[count]):
+        count += 1
+    return Table(tuple(map(tuple, rows[:count])), tuple(map(tuple, rows[count:])))
+
+
+def row_findings(text: str) -> dict[tuple[str, ...], str]:
+    """Each data row of the tables in ``text`` (its cells) with its ``finding``."""
+    found = {}
+    for table in tables_in(text):
+        for row in table.rows:
+            if (statement := finding(table, row)) is not None:
+                found.setdefault(row, statement)
+    return found
+
+
+def finding(table: Table, row: tuple[str, ...]) -> str | None:
+    """The row as a statement, "Total debt: 2018 $14,622; 2017 $13,949", or None for a row without figures."""
+    pairs = _pairs(table, row)
+    label = row[0].rstrip(":").strip()
+    return f"{label}: {'; '.join(pairs)}" if label and pairs else None
+
+
+def _pairs(table: Table, row: tuple[str, ...]) -> list[str]:
+    names = table.column_names()
+    return [normalize_space(f"{name} {value}") for name, value in zip(names, row[1:], strict=False) if value]
+
+
+def finding_supported(chunk_text: str, sentence: str) -> bool:
+    """Whether a row of the chunk has the sentence's label and each of its column-value pairs."""
+    sentence = normalize_space(sentence)
+    for table in tables_in(chunk_text):
+        for row in table.rows:
+            label = f"{normalize_space(row[0].rstrip(':'))}: "
+            if len(label) > 2 and sentence.lower().startswith(label.lower()):
+                wanted = [pair for pair in sentence[len(label) :].split("; ") if pair]
+                pairs = set(_pairs(table, row))
+                if wanted and all(pair in pairs for pair in wanted):
+                    return True
+    return False

@@ -1,0 +1,294 @@
+"""Tables as rows: extraction (tables this file draws with PyMuPDF, and known rows of real 10-K pages),
+chunking with headers on every chunk, the sentence splitter, and row findings of the extractive synthesizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from citesum.tasks.ingest.chunk import chunk_document
+from citesum.tasks.ingest.pdf.extract import extract_document
+from citesum.tasks.ingest.pdf.layout import text_blocks
+from citesum.tasks.ingest.sources import source_for
+from citesum.tasks.records import Block, ExtractedDocument, Page, SourceFile
+from citesum.tasks.summarize.evidence import CitedSentence, Draft
+from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+from citesum.tasks.summarize.validate import validate
+from citesum.tasks.tables import finding_supported, row_cells, row_findings
+from citesum.tasks.text import sentences
+from tests.summary_fixtures import evidence
+
+FINANCEBENCH = Path(__file__).resolve().parents[2] / "shared/eval/financebench/pdfs"
+needs_financebench = pytest.mark.skipif(not FINANCEBENCH.is_dir(), reason=f"FinanceBench PDFs not at {FINANCEBENCH}")
+
+SIZE = 9
+INCOME = [
+    ("Revenue", "32,833", "28,787"),
+    ("Cost of revenue", "(19,402)", "(18,664)"),
+    ("Gross profit", "13,431", "10,123"),
+    ("Operating expenses", "", ""),
+    ("Research and development", "(2,105)", "(1,998)"),
+    ("Net income", "9,971", "7,386"),
+]
+PROSE = (
+    "The board reviewed the results of the year and the outlook for the next one, and it approved the "
+    "dividend proposed by management after a long discussion of the capital plan."
+)
+
+
+def right_aligned(page: pymupdf.Page, right: float, y: float, text: str) -> None:
+    page.insert_text((right - pymupdf.get_text_length(text, fontsize=SIZE), y), text, fontsize=SIZE)
+
+
+def draw_table(
+    page: pymupdf.Page,
+    rows: list[tuple[str, str, str]],
+    *,
+    top: float,
+    left: float = 72,
+    columns: tuple[float, float] = (420, 500),
+    header: tuple[str, str] | None = ("2024", "2023"),
+    ruled: bool = False,
+) -> float:
+    """Rows of a label and two right-aligned figures (a year header above); returns the y below the table."""
+    y = top
+    if header:
+        for right, year in zip(columns, header, strict=True):
+            right_aligned(page, right, y, year)
+        y += 14
+    for label, *values in rows:
+        page.insert_text((left, y), label, fontsize=SIZE)
+        for right, value in zip(columns, values, strict=True):
+            if value:
+                right_aligned(page, right, y, value)
+        if ruled:
+            page.draw_line((left - 4, y + 4), (columns[1] + 6, y + 4), width=0.5)
+        y += 14
+    if ruled:
+        for x in (left - 4, columns[0] - 60, columns[1] - 60, columns[1] + 6):
+            page.draw_line((x, top - 12), (x, y - 10), width=0.5)
+    return y
+
+
+def wrapped(page: pymupdf.Page, text: str, *, left: float, top: float, width: float) -> float:
+    """``text`` in lines of at most ``width`` points; returns the y below it."""
+    line, y = "", top
+    for word in text.split():
+        if line and pymupdf.get_text_length(f"{line} {word}", fontsize=SIZE) > width:
+            page.insert_text((left, y), line, fontsize=SIZE)
+            line, y = word, y + 12
+        else:
+            line = f"{line} {word}".strip()
+    page.insert_text((left, y), line, fontsize=SIZE)
+    return y + 12
+
+
+def one_page(draw) -> list:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    draw(page)
+    return text_blocks(page)
+
+
+def tables(blocks) -> list:
+    return [b for b in blocks if b.table]
+
+
+# --- extraction ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ruled", [False, True])
+def test_a_drawn_table_becomes_rows_under_its_year_header(ruled):
+    def draw(page):
+        y = wrapped(page, PROSE, left=72, top=72, width=440)
+        draw_table(page, INCOME, top=y + 20, ruled=ruled)
+
+    blocks = one_page(draw)
+    (table,) = tables(blocks)
+    assert table.text.splitlines() == [
+        "| 2024 | 2023",
+        "Revenue | 32,833 | 28,787",
+        "Cost of revenue | (19,402) | (18,664)",
+        "Gross profit | 13,431 | 10,123",
+        "Operating expenses |  |",
+        "Research and development | (2,105) | (1,998)",
+        "Net income | 9,971 | 7,386",
+    ]
+    assert table.header_rows == 1
+    prose = [b for b in blocks if not b.table]
+    assert " ".join(b.text for b in prose) == PROSE  # the prose above is untouched, and no row is in it
+
+
+def test_a_table_beside_a_column_of_prose_keeps_the_prose_out():
+    def draw(page):
+        wrapped(page, PROSE + " " + PROSE, left=50, top=72, width=200)
+        draw_table(page, INCOME, top=84, left=300, columns=(460, 540))
+
+    blocks = one_page(draw)
+    (table,) = tables(blocks)
+    assert table.text.splitlines()[0] == "| 2024 | 2023"
+    assert "Net income | 9,971 | 7,386" in table.text.splitlines()
+    assert not any(word in table.text for word in ("board", "dividend", "capital"))
+    assert " ".join(b.text for b in blocks if not b.table) == f"{PROSE} {PROSE}"
+
+
+def test_prose_with_figures_is_no_table():
+    text = (
+        "Revenue rose to 32,833 in 2024 from 28,787 in 2023. Net income was 9,971 against 7,386 a year before. "
+        "Cash was 1,200 and debt 3,400 at the end of the year, both within the ranges the board set."
+    )
+    blocks = one_page(lambda page: wrapped(page, text, left=72, top=72, width=440))
+    assert not tables(blocks)
+    assert " ".join(b.text for b in blocks) == text
+
+
+def test_table_detection_can_be_turned_off():
+    doc = pymupdf.open()
+    page = doc.new_page()
+    draw_table(page, INCOME, top=100)
+    assert not tables(text_blocks(page, tables=False))
+    assert "Net income 9,971 7,386" in " ".join(b.text for b in text_blocks(page, tables=False))
+
+
+# --- chunking --------------------------------------------------------------------
+
+
+def source() -> SourceFile:
+    return SourceFile(document_id="statements.pdf", path="/corpus/statements.pdf", version="v1")
+
+
+def table_doc(tmp_path: Path, rows_per_page: tuple[int, int]) -> ExtractedDocument:
+    """An income statement over two pages: the header row of years on the first page only."""
+    doc = pymupdf.open()
+    rows = [(f"Line item {n} of the statement", f"{1000 + n:,}", f"({900 + n:,})") for n in range(sum(rows_per_page))]
+    first = doc.new_page()
+    first.insert_text((72, 60), "Consolidated Statement of Income", fontsize=SIZE)
+    draw_table(first, rows[: rows_per_page[0]], top=90)
+    draw_table(doc.new_page(), rows[rows_per_page[0] :], top=72, header=None)
+    path = tmp_path / "statements.pdf"
+    doc.save(path)
+    return extract_document(source_for(path, tmp_path))
+
+
+def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_path, embedder):
+    extracted = table_doc(tmp_path, (40, 12))
+    assert [b.table for b in extracted.pages[1].blocks] == [True]
+    chunks = chunk_document(extracted, count_tokens=embedder.count_tokens, max_tokens=128).chunks
+    rows = [c for c in chunks if "Line item" in c.text]
+    assert len(rows) >= 4
+    for chunk in rows:
+        lines = chunk.text.splitlines()
+        assert lines[0] == "| 2024 | 2023", chunk.text  # the header on every chunk
+        assert chunk.heading == "Consolidated Statement of Income"  # the caption in the heading path
+        assert embedder.count_tokens(chunk.embedding_text) <= 128
+        # Embedded: the heading path, then the header and rows without their cell separators.
+        plain = "\n".join(" ".join(c for c in row_cells(line) if c) for line in lines)
+        assert chunk.embedding_text == f"{chunk.heading}\n{plain}"
+        assert chunk.embedding_text.startswith(f"{chunk.heading}\n2024 2023\nLine item ")
+    second_page = [c for c in rows if "Line item 45 of" in c.text]
+    assert [(c.page_start, c.page_end) for c in second_page] == [(1, 2)]
+    # Every row lands whole in exactly one chunk, in order.
+    found = [line for c in rows for line in c.text.splitlines()[1:]]
+    assert found == [f"Line item {n} of the statement | {1000 + n:,} | ({900 + n:,})" for n in range(52)]
+
+
+def test_a_table_after_text_does_not_take_headers_from_an_earlier_table():
+    blocks = [
+        Block("| 2024 | 2023\nRevenue | 10 | 9", page=1, table=True, header_rows=1),
+        Block("The figures above are unaudited and may change.", page=1),
+        Block("Other | 1 | 2", page=1, table=True),
+    ]
+    extracted = ExtractedDocument(source(), (Page(1, tuple(blocks), "text"),), (), "test")
+    chunks = chunk_document(extracted, count_tokens=lambda t: len(t.split()) + 2, max_tokens=64).chunks
+    assert [c.text for c in chunks] == [blocks[0].text, blocks[1].text, blocks[2].text]
+
+
+# --- real pages ------------------------------------------------------------------
+
+
+def page_tables(file: str, number: int) -> list[list[str]]:
+    with pymupdf.open(FINANCEBENCH / file) as doc:
+        return [b.text.splitlines() for b in text_blocks(doc[number - 1]) if b.table]
+
+
+@needs_financebench
+def test_3m_net_debt_table_unruled():
+    net_debt, working_capital = page_tables("3M_2018_10K.pdf", 44)
+    assert "(Millions) | 2018 | 2017 | 2017" in net_debt
+    assert "Total debt | $14,622 | $13,949 | $673" in net_debt
+    assert "Less: Cash, cash equivalents and marketable securities | 3,270 | 4,156 | (886)" in net_debt
+    assert "Working capital (non-GAAP measure) | $6,465 | $6,590 | $(125)" in working_capital
+
+
+@needs_financebench
+def test_3m_cash_flow_statement():
+    (cash_flows,) = page_tables("3M_2018_10K.pdf", 60)
+    assert cash_flows[0] == "(Millions) | 2018 | 2017 | 2016"
+    assert "Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) | (1,420)" in cash_flows
+    assert "Cash and cash equivalents at end of period | $2,853 | $3,053 | $2,398" in cash_flows
+
+
+@needs_financebench
+def test_amazon_balance_sheet():
+    (balance_sheet,) = page_tables("AMAZON_2017_10K.pdf", 40)
+    assert balance_sheet[:2] == ["| December 31, |", "| 2016 | 2017"]
+    assert "Total assets | $83,402 | $131,310" in balance_sheet
+    assert "Long-term debt | 7,694 | 24,743" in balance_sheet
+
+
+# --- sentences and findings ------------------------------------------------------
+
+NET_DEBT = (
+    "The following table provides net debt.\n\n"
+    "| 2018 | 2017\n"
+    "Total debt | $14,622 | $13,949\n"
+    "Less: Cash | 3,270 | 4,156\n"
+    "Net debt | $11,352 | $9,793"
+)
+
+
+def test_each_table_row_is_a_sentence_of_its_own():
+    assert sentences(NET_DEBT) == [
+        "The following table provides net debt.",
+        "| 2018 | 2017",
+        "Total debt | $14,622 | $13,949",
+        "Less: Cash | 3,270 | 4,156",
+        "Net debt | $11,352 | $9,793",
+    ]
+    assert sentences("Paid | in part. Held | 2\nTaken | in full. Left | 3") == [
+        "Paid | in part. Held | 2",  # a row line is one piece whatever it holds
+        "Taken | in full. Left | 3",
+    ]
+    # A lone line with a "|" in running text (a 10-K's running header) is no table row.
+    assert sentences("3M | 2018 Form 10-K. Sales rose. Costs fell.") == [
+        "3M | 2018 Form 10-K.",
+        "Sales rose.",
+        "Costs fell.",
+    ]
+
+
+def test_a_row_finding_is_checked_against_its_row():
+    assert row_findings(NET_DEBT)[("Total debt", "$14,622", "$13,949")] == "Total debt: 2018 $14,622; 2017 $13,949"
+    assert finding_supported(NET_DEBT, "Total debt: 2018 $14,622; 2017 $13,949")
+    assert finding_supported(NET_DEBT, "Net debt: 2017 $9,793")
+    assert not finding_supported(NET_DEBT, "Total debt: 2018 $14,623; 2017 $13,949")  # a wrong value
+    assert not finding_supported(NET_DEBT, "Total debt: 2017 $14,622")  # a value under the wrong year
+    assert not finding_supported(NET_DEBT, "Net debt: 2018 $14,622")  # another row's value
+    texts = {"c1": NET_DEBT}
+    good = CitedSentence("Total debt: 2018 $14,622; 2017 $13,949", ("c1",))
+    wrong = CitedSentence("Total debt: 2018 $14,000; 2017 $13,949", ("c1",))
+    assert validate(Draft((good,), ""), texts, verbatim=True).ok
+    assert not validate(Draft((wrong,), ""), texts, verbatim=True).ok
+    assert not validate(Draft((wrong,), ""), texts, verbatim=False).ok
+
+
+def test_the_extractive_synthesizer_quotes_a_row_as_its_finding(embedder):
+    ev = evidence(NET_DEBT)
+    draft = ExtractiveSynthesizer(embedder).synthesize(SynthesisRequest("What was total debt?", tuple(ev), 3))
+    texts = [s.text for s in draft.sentences]
+    assert "Total debt: 2018 $14,622; 2017 $13,949" in texts, draft.raw
+    assert not any("|" in t for t in texts)  # no row quoted raw, no table run together into one sentence
+    assert validate(draft, {e.label: e.candidate.chunk.text for e in ev}, verbatim=True).ok

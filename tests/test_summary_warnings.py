@@ -86,3 +86,21 @@ def test_neither_warning_for_cited_topics_a_short_answer_or_an_abstention(embedd
     assert warnings_of("query", short) == []
     abstains = [part("the lease terms", TEXTS, 0, embedder)]  # "not stated": nothing is claimed
     assert warnings_of("query", abstains) == []
+
+
+def test_a_part_that_says_not_stated_lists_its_closest_passages_apart_from_findings(embedder):
+    from citesum.tasks.summarize.summary import Summary, closest_passages
+
+    abstained = part("Who audits the accounts?", TEXTS, 0, embedder)
+    answered = part("When is rent due?", TEXTS, 2, embedder)
+    assert [s.text for s in abstained.section.sentences] == ["Not stated in the evidence."]
+    closest = closest_passages(abstained)
+    assert [c.chunk_id for c in closest] == [e.chunk_id for e in abstained.section.evidence[:3]]
+    assert closest_passages(answered) == []
+
+    summary = Summary("r1", "Who audits the accounts?", "query", "a question", "scripted", "", [abstained], {})
+    text = summary.markdown()
+    assert "- Not stated in the evidence." in text and "Closest passages, not findings: [doc.pdf p." in text
+    assert summary.citations()[1] == {}  # listed, not cited: the summary makes no claim on them
+    (section,) = summary.sections_json()
+    assert len(section["closest_passages"]) == 3 and section["sentences"][0]["citations"] == []

@@ -13,7 +13,7 @@ from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, Section
 from citesum.tasks.summarize.evidence import Candidate, Citation
 from citesum.tasks.summarize.quarantine import Quarantined, distinct
 from citesum.tasks.summarize.quarantine import warning as quarantine_warning
-from citesum.tasks.summarize.validate import LIMITED_COVERAGE
+from citesum.tasks.summarize.validate import LIMITED_COVERAGE, is_not_stated
 from citesum.tasks.text import evidence_label, normalize_space
 
 QUERY_CAVEAT = (
@@ -65,6 +65,7 @@ class Summary:
             {
                 "title": part.section.title,
                 "extractive_fallback": part.section.fallback is not None,
+                "closest_passages": [to_json(c, exclude={"label"}) for c in closest_passages(part)],
                 "sentences": [
                     {"text": s.text, "citations": [local[(i, label)] for label in s.citations]}
                     for s in part.section.sentences
@@ -90,6 +91,9 @@ class Summary:
                 lines.append(f"- {s.text} {refs}".rstrip())
             if not part.section.sentences:
                 lines.append("- No validly cited sentence for this part.")
+            if closest := closest_passages(part):
+                refs = ", ".join(_reference(c, links) for c in closest)
+                lines += ["", f"_{ABSTAINED_NOTE} Closest passages, not findings: {refs}._"]
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
@@ -133,6 +137,18 @@ def without_repeats(parts: list[SummaryPart]) -> list[SummaryPart]:
 def _reference(citation: Citation, links: bool) -> str:
     text = f"{citation.document_id} {citation.pages}"
     return f"[{text}]({citation.source}#page={citation.page_start})" if links else f"[{text}]"
+
+
+ABSTAINED_NOTE = "The synthesizer found nothing in the selected evidence that answers this."
+CLOSEST = 3  # passages listed beside "Not stated in the evidence.", so a reader can check the claim
+
+
+def closest_passages(part: SummaryPart) -> list[Citation]:
+    """For a part that abstains (its only sentences say "not stated"), its best evidence, for the reader to check."""
+    sentences = part.section.sentences
+    if not sentences or not all(is_not_stated(s) for s in sentences):
+        return []
+    return [Citation.of(e) for e in part.section.evidence[:CLOSEST]]
 
 
 FALLBACK_NOTE = "The generated sentences failed validation twice: these are verbatim evidence sentences."

@@ -141,7 +141,7 @@ class ExtractiveSynthesizer:
         return self._draft(self._select(request.instruction, pool, request.max_sentences, cover=chunks[:COVER]))
 
     def merge(self, request: MergeRequest) -> Draft:
-        """The most relevant and central of the points, verbatim, with their citations."""
+        """The most relevant of the points, verbatim, with their citations."""
         pool = [_Sentence(p.text, p.citations, i) for i, p in enumerate(request.points)]
         return self._draft(self._select(request.instruction, pool, request.max_sentences))
 
@@ -167,11 +167,9 @@ class ExtractiveSynthesizer:
         relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
         picked: list[int] = []
-        for label in cover:
-            best = next(
-                (i for i in ranked if pool[i].citations[0] == label and near[i] and _fresh(i, picked, similarity)), None
-            )
-            if best is not None and len(picked) < limit:
+        for label in cover[:limit]:
+            of_chunk = (i for i in ranked if pool[i].citations[0] == label and near[i])
+            if (best := next((i for i in of_chunk if _fresh(i, picked, similarity)), None)) is not None:
                 picked.append(best)
         if cover:
             limit = min(limit, len(picked) + EXTRA)

@@ -124,12 +124,15 @@ def ingest(
 ):
     """Ingest PDFs: extract, chunk, embed and store them, superseding changed ones."""
     from citesum.tasks.ingest import report as reports
-    from citesum.tasks.ingest.sources import sources_to_ingest
+    from citesum.tasks.ingest.precheck import nothing_to_ingest
 
     settings = make_settings(db=db, passwords_file=passwords, runner=runner)
-    sources_to_ingest(path or settings.ingest.corpus, settings)  # a bad path fails before any run starts
-    if json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
-        state = ingest_state(path, settings, replace=replace)
+    # A bad path fails here, before any run starts; a corpus with nothing to do starts none.
+    result = nothing_to_ingest(path or settings.ingest.corpus, settings)
+    if result is not None:
+        err.print("nothing changed since the last run: no Prefect run started", highlight=False)
+    elif json_output or not err.is_terminal or verbose(click.get_current_context()):  # logs would garble a bar
+        result = outcome(ingest_state(path, settings, replace=replace))  # failed documents: still a report
     else:
         with progress_bar() as bar:
             task_id = bar.add_task("ingest", total=None)
@@ -137,8 +140,7 @@ def ingest(
             def on_progress(step: str, document_id: str, done: int, total: int) -> None:
                 bar.update(task_id, completed=done, total=total, description=f"{step} {document_id}")
 
-            state = ingest_state(path, settings, on_progress, replace)
-    result = outcome(state)  # a run with failed documents still returns its report
+            result = outcome(ingest_state(path, settings, on_progress, replace))
     if json_output:
         print(json.dumps(result.to_json(), indent=2))
     else:

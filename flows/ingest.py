@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
 
-from prefect import Task, flow, get_run_logger, unmapped
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
-from prefect.futures import PrefectFuture, as_completed
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed
 
 from citesum.flows.runners import ConfiguredTaskRunner, task_runner
+from citesum.flows.stream import DocumentStream, Progress, Steps, StepTracker
 from citesum.tasks.embed import Embedder, embedder_for, model_dimension
-from citesum.tasks.errors import DocumentError
 from citesum.tasks.ingest import report as reports
 from citesum.tasks.ingest.names import path_text, text_path
-from citesum.tasks.ingest.pdf.extract import parser_version
-from citesum.tasks.ingest.plan import Conflict, plan_ingest
-from citesum.tasks.ingest.report import DocumentOutcome, IngestReport
-from citesum.tasks.ingest.sources import Rejected
+from citesum.tasks.ingest.plan import plan_ingest
+from citesum.tasks.ingest.report import (
+    NOTHING_TO_EMBED,
+    IngestReport,
+    conflict_outcome,
+    ingest_report,
+    rejected_outcome,
+    unchanged_outcome,
+)
 from citesum.tasks.ingest.tasks import (
     Job,
     chunk,
@@ -38,13 +37,9 @@ from citesum.tasks.ingest.tasks import (
     refresh_indexes,
     write,
 )
-from citesum.tasks.records import DocumentRecord, Problem
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
-
-Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
-STEPS = ("extract", "chunk", "embed", "write")
 
 # The progress callback of a run started in this process (the CLI's progress bar). Not a flow parameter: Prefect
 # copies a flow's parameters into every task's context, which Dask pickles for its workers, and a terminal
@@ -79,10 +74,11 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
     settings = settings or Settings()
     started = time.perf_counter()
     found, corpus_root = discover(text_path(path) if path else settings.ingest.corpus, settings)
-    model = settings.chunking.embed_model
     # The model's config gives its dimension; the model itself loads only when a document needs chunking.
     store = LanceStore.open_or_create(
-        settings.store.db, model, model_dimension(model) or embedder_for(settings).dimension
+        settings.store.db,
+        settings.chunking.embed_model,
+        model_dimension(settings.chunking.embed_model) or embedder_for(settings).dimension,
     )
     writer = WriterSlot.from_settings(settings)
     ensure_writer_limit()
@@ -96,35 +92,38 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
         replace_conflicts=replace,
     )
     passwords = load_passwords(settings.ingest.passwords_file)
-    steps = StepTracker(len(plan.work), progress_callback())
+    tracker = StepTracker(len(plan.work), progress_callback())
 
     written, embedder = [], None
     if plan.work:
         embedder = loaded_embedder(settings)
-        jobs = [Job(item) for item in plan.work]
-        jobs = steps.settle("extract", extract.map(jobs, unmapped(settings), passwords_for(jobs, passwords)), jobs)
-        jobs = steps.settle("chunk", chunk.map(jobs, unmapped(settings), unmapped(embedder)), jobs)
-        jobs = steps.settle("embed", embed.map(jobs, unmapped(embedder), unmapped(store)), jobs)
-        written = steps.settle_in_turn("write", write, jobs, store, embedder, settings, writer)
+        stream = DocumentStream(
+            Steps(
+                extract=lambda job: extract.submit(job, settings, passwords.get(job.document_id)),
+                chunk=lambda job: chunk.submit(job, settings, embedder),
+                embed=lambda jobs: embed.submit(jobs, embedder, store),
+                write=lambda jobs: write.submit(jobs, store, embedder, settings, writer),
+            ),
+            tracker,
+            window=settings.ingest.workers,
+        )
+        written = stream.run([Job(item) for item in plan.work])
     deleted = delete_missing(plan.deletions, store, writer)
     if written or deleted:
         refresh_indexes(store, timedelta(hours=settings.store.version_retention_hours), writer)
 
-    report = IngestReport(
-        outcomes=(
+    report = ingest_report(
+        (
             *(unchanged_outcome(stored[s.document_id]) for s in plan.unchanged),
             *written,
             *deleted,
-            *steps.failures,
+            *tracker.failures,
             *(conflict_outcome(c) for c in plan.conflicts),
             *(rejected_outcome(r) for r in found.rejected),
         ),
-        db=settings.store.db,
-        embed_model=model,
-        embed_backend=f"{embedder.backend} ({embedder.backend_reason})" if embedder else "not loaded: nothing to embed",
-        parser=parser_version(),
-        settings=settings.fingerprint(),
-        seconds=time.perf_counter() - started,
+        settings,
+        f"{embedder.backend} ({embedder.backend_reason})" if embedder else NOTHING_TO_EMBED,
+        time.perf_counter() - started,
     )
     publish_report(report)
     if report.failed:
@@ -148,101 +147,6 @@ def loaded_embedder(settings: Settings) -> Embedder:
     embedder = embedder_for(settings)
     get_run_logger().info(f"embedding with {embedder.backend} ({embedder.backend_reason})")
     return embedder
-
-
-def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:
-    return DocumentOutcome(
-        record.document_id,
-        record.source,
-        "unchanged",
-        version=record.version,
-        pages=record.pages,
-        chunks=record.chunks,
-        problems=tuple(record.problems),
-    )
-
-
-def passwords_for(jobs: list[Job], passwords: dict[str, str]) -> list[str | None]:
-    return [passwords.get(job.item.source.document_id) for job in jobs]
-
-
-class StepTracker:
-    """Waits for each mapped step, keeps its failures, and reports progress.
-
-    Progress counts document-steps into a Prefect progress artifact and an optional
-    callback; a failed document counts its remaining steps as done.
-    """
-
-    def __init__(self, documents: int, on_progress: Progress | None):
-        self.total, self.done, self.on_progress = max(documents * len(STEPS), 1), 0, on_progress
-        self.failures: list[DocumentOutcome] = []
-        self.artifact = create_progress_artifact(0.0, key="citesum-ingest-progress", description="Ingestion progress")
-
-    def settle(self, step: str, futures: list[PrefectFuture], jobs: list[Job]) -> list:
-        """The results of a mapped step, in input order; its failures become outcomes."""
-        job_of = {id(f): job for f, job in zip(futures, jobs, strict=True)}
-        results = {}
-        for future in as_completed(futures):
-            future.wait()  # as_completed may yield before the final state is recorded
-            job, state = job_of[id(future)], future.state
-            if state.is_completed():
-                results[id(future)] = future.result()
-                self.advance(step, job, steps=1)
-            else:
-                self.failures.append(failed_outcome(job, state.result(raise_on_failure=False), step))
-                self.advance(step, job, steps=len(STEPS) - STEPS.index(step))
-        return [results[id(f)] for f in futures if id(f) in results]
-
-    def settle_in_turn(self, step: str, task: Task, jobs: list[Job], *args) -> list:
-        """A step run one document at a time: writes are serialized by the writer limit
-        anyway, and threads contending for its slot wait about a second each."""
-        return [result for job in jobs for result in self.settle(step, [task.submit(job, *args)], [job])]
-
-    def advance(self, step: str, job: Job, steps: int) -> None:
-        self.done += steps
-        update_progress_artifact(self.artifact, 100.0 * self.done / self.total)
-        if self.on_progress:
-            self.on_progress(step, job.item.source.document_id, self.done, self.total)
-
-
-def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:
-    source = job.item.source
-    kind = (Problem(error.kind, error.message),) if isinstance(error, DocumentError) else ()
-    return DocumentOutcome(
-        source.document_id,
-        source.path,
-        "failed",
-        version=source.version,
-        problems=kind,
-        error=f"{step}: {error}",
-        seconds=job.seconds,
-    )
-
-
-def conflict_outcome(conflict: Conflict) -> DocumentOutcome:
-    source = conflict.source
-    return DocumentOutcome(
-        source.document_id,
-        source.path,
-        "failed",
-        version=source.version,
-        problems=(Problem("conflict", conflict.message),),
-        error=conflict.message,
-    )
-
-
-def rejected_outcome(rejected: Rejected) -> DocumentOutcome:
-    """A failed entry is one the user meant to ingest (unreadable, too large); a skipped one is not a PDF
-    this corpus takes (a FIFO, a link out of the corpus)."""
-    text = f"{rejected.kind}: {rejected.message}"
-    return DocumentOutcome(
-        rejected.document_id,
-        rejected.path,
-        "failed" if rejected.fails else "skipped",
-        problems=(Problem(rejected.kind, rejected.message),),
-        error=text if rejected.fails else None,
-        note=None if rejected.fails else text,
-    )
 
 
 def publish_report(report: IngestReport) -> None:

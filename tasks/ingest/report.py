@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from citesum.tasks.records import Problem, lost_pages, to_json
+from citesum.tasks.ingest.pdf.extract import parser_version
+from citesum.tasks.ingest.plan import Conflict
+from citesum.tasks.ingest.sources import Rejected
+from citesum.tasks.records import DocumentRecord, Problem, lost_pages, to_json
+from citesum.tasks.settings import Settings
 
 # outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
 # not written (or not deleted); the run that reads the file as it is now writes it.
 # skipped: an entry that is not a PDF this corpus ingests (a FIFO named x.pdf, a link out of the corpus).
+NOTHING_TO_EMBED = "not loaded: nothing to embed"  # the embed backend of a run that embedded nothing
 STATUSES = ("new", "updated", "unchanged", "renamed", "deleted", "outdated", "skipped", "failed")
 
 
@@ -112,3 +117,56 @@ def markdown(report: IngestReport) -> str:
                 for p in o.problems
             ]
     return "\n".join(lines) + "\n"
+
+
+def ingest_report(
+    outcomes: tuple[DocumentOutcome, ...], settings: Settings, embed_backend: str, seconds: float
+) -> IngestReport:
+    """A run's report: its outcomes and what made them (``embed_backend``: what computed the vectors, or why none)."""
+    return IngestReport(
+        outcomes=outcomes,
+        db=settings.store.db,
+        embed_model=settings.chunking.embed_model,
+        embed_backend=embed_backend,
+        parser=parser_version(),
+        settings=settings.fingerprint(),
+        seconds=seconds,
+    )
+
+
+def unchanged_outcome(record: DocumentRecord) -> DocumentOutcome:
+    return DocumentOutcome(
+        record.document_id,
+        record.source,
+        "unchanged",
+        version=record.version,
+        pages=record.pages,
+        chunks=record.chunks,
+        problems=tuple(record.problems),
+    )
+
+
+def conflict_outcome(conflict: Conflict) -> DocumentOutcome:
+    source = conflict.source
+    return DocumentOutcome(
+        source.document_id,
+        source.path,
+        "failed",
+        version=source.version,
+        problems=(Problem("conflict", conflict.message),),
+        error=conflict.message,
+    )
+
+
+def rejected_outcome(rejected: Rejected) -> DocumentOutcome:
+    """A failed entry is one the user meant to ingest (unreadable, too large); a skipped one is not a PDF
+    this corpus takes (a FIFO, a link out of the corpus)."""
+    text = f"{rejected.kind}: {rejected.message}"
+    return DocumentOutcome(
+        rejected.document_id,
+        rejected.path,
+        "failed" if rejected.fails else "skipped",
+        problems=(Problem(rejected.kind, rejected.message),),
+        error=text if rejected.fails else None,
+        note=None if rejected.fails else text,
+    )

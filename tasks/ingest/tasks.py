@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from citesum.tasks import injection
 from citesum.tasks.embed import Embedder
-from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.errors import CitesumError, ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
 from citesum.tasks.ingest.names import text_path
 from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
@@ -131,22 +131,39 @@ def embed_with_reuse(
     return vectors, len(missing)
 
 
-@task(name="embed", task_run_name="embed {job.document_id}", **STEP)
-def embed(job: Job, embedder: Embedder, store: ChunkStore) -> Job:
+def batch_name(step: str, jobs: list[Job]) -> str:
+    """The run name of a step over several documents: "embed a.pdf", "write a.pdf and 2 more"."""
+    more = f" and {len(jobs) - 1} more" if len(jobs) > 1 else ""
+    return f"{step} {jobs[0].document_id if jobs else '(none)'}{more}"
+
+
+@task(name="embed", task_run_name=lambda parameters: batch_name("embed", parameters["jobs"]), **STEP)
+def embed(jobs: list[Job], embedder: Embedder, store: ChunkStore) -> list[Job]:
+    """Vectors for several documents in one pass, so the model's batches run full across document
+    boundaries. A chunk whose text a document's previous version (or the file it was renamed from) already
+    embedded keeps its stored vector."""
     started = time.perf_counter()
-    source = job.item.source
-    previous = [source.document_id] + ([job.item.replaces] if job.item.replaces else [])
-    reusable = store.reusable_vectors(previous, [source.version])
-    chunks = job.chunked.chunks
-    vectors, embedded = embed_with_reuse(
-        [(c.embedding_text, embedding_key(c.heading, c.text)) for c in chunks], reusable, embedder
-    )
+    reusable: dict[str, np.ndarray] = {}
+    for job in jobs:
+        previous = [job.document_id] + ([job.item.replaces] if job.item.replaces else [])
+        reusable.update(store.reusable_vectors(previous, [job.item.source.version]))
+    keyed = [[(c.embedding_text, embedding_key(c.heading, c.text)) for c in job.chunked.chunks] for job in jobs]
+    vectors, _ = embed_with_reuse([pair for pairs in keyed for pair in pairs], reusable, embedder)
     seconds = time.perf_counter() - started
-    get_run_logger().info(
-        f"embedded {job.document_id}: {len(chunks)} chunks, {embedded} computed, {len(chunks) - embedded} reused, "
-        f"{seconds:.2f} s"
-    )
-    return replace(job, vectors=vectors, embedded=embedded, seconds=job.seconds + seconds)
+    total = max(sum(map(len, keyed)), 1)
+    done, start = [], 0
+    for job, pairs in zip(jobs, keyed, strict=True):
+        computed = sum(key not in reusable for _, key in pairs)
+        share = seconds * len(pairs) / total  # the pass's time, shared by chunks
+        get_run_logger().info(
+            f"embedded {job.document_id}: {len(pairs)} chunks, {computed} computed, {len(pairs) - computed} "
+            f"reused, {share:.2f} s"
+        )
+        done.append(
+            replace(job, vectors=vectors[start : start + len(pairs)], embedded=computed, seconds=job.seconds + share)
+        )
+        start += len(pairs)
+    return done
 
 
 INJECTION_FLAGGED = "text that addresses an AI system: indexed and flagged, never a finding of a summary"
@@ -184,21 +201,47 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
     )
 
 
-@task(name="write", task_run_name="write {job.document_id}", **STEP)
-def write(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot) -> DocumentOutcome:
-    """Supersede the document in the store; writers are serialized across runs.
+@task(name="write", task_run_name=lambda parameters: batch_name("write", parameters["jobs"]), **STEP)
+def write(
+    jobs: list[Job], store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot
+) -> list[DocumentOutcome]:
+    """Supersede each document in the store, one commit each, under one hold of the writer slot: taking the
+    slot again right after it was given back waits about 2 s on Prefect's server, per document otherwise.
+
+    A document whose write fails for good is a failed outcome, and the others are still written; an error
+    that may pass fails the task, whose retry rewrites the documents already written unchanged.
+    """
+    with writer.hold(batch_name("writing", jobs)):
+        return [write_document(job, store, embedder, settings) for job in jobs]
+
+
+def write_document(job: Job, store: ChunkStore, embedder: Embedder, settings: Settings) -> DocumentOutcome:
+    """One document's write, under the writer slot.
 
     A file that changed since this run read it is not written: another run (an upload, the next reindex)
     reads the new bytes, and writing the old ones after it would undo its update.
     """
     started = time.perf_counter()
     record = document_record(job, embedder, settings)
-    with writer.hold(f"writing {record.document_id}"):
+    try:
         current = is_current(job.item.source)
         if current:
             store.supersede(record, job.chunked.chunks, job.vectors)
             if job.item.replaces:
                 store.delete_document(job.item.replaces)
+    except CitesumError as exc:
+        if exc.retryable:
+            raise
+        get_run_logger().error(f"did not write {record.document_id}: {exc}")
+        return DocumentOutcome(
+            record.document_id,
+            record.source,
+            "failed",
+            version=record.version,
+            problems=tuple(record.problems),
+            error=f"write: {exc}",
+            seconds=job.seconds + time.perf_counter() - started,
+        )
     outcome = DocumentOutcome(
         document_id=record.document_id,
         source=record.source,

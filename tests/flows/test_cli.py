@@ -119,14 +119,37 @@ def test_summarize_on_an_empty_store_exits_2_with_one_line(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {message}\n")
 
 
-def test_synth_ollama_without_ollama_exits_2_with_one_line(ingested):
-    _, db, _, _ = ingested
+def closed_port_url() -> str:
     with socket.socket() as sock:  # a loopback port nobody listens on once closed
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    host = f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_synth_ollama_without_ollama_exits_2_with_one_line(ingested):
+    _, db, _, _ = ingested
+    host = closed_port_url()
     result = citesum("summarize", "What is the term?", "--db", str(db), "--synth", "ollama", CITESUM_OLLAMA_HOST=host)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith("error: ") and host in line and line.endswith("; use --synth extractive or start Ollama")
+
+
+def test_an_unchanged_reingest_starts_no_run_and_a_changed_one_does(tmp_path, sample):
+    corpus, db = tmp_path / "corpus", tmp_path / "db"
+    corpus.mkdir()
+    sample.services_agreement(corpus / AGREEMENT)
+    assert run_ingest(None, Settings(corpus=corpus, db=str(db))).is_completed()
+
+    # No Prefect server answers at this URL: a run would fail, so none started.
+    unchanged = citesum("ingest", str(corpus), "--db", str(db), "--json", PREFECT_API_URL=closed_port_url())
+    assert unchanged.returncode == 0, unchanged.stderr
+    report = json.loads(unchanged.stdout)
+    assert [(d["document_id"], d["status"]) for d in report["documents"]] == [(AGREEMENT, "unchanged")]
+    assert report["embed_backend"] == "not loaded: nothing to embed"
+    assert "nothing changed since the last run: no Prefect run started" in unchanged.stderr
+
+    sample.services_agreement(corpus / AGREEMENT, notice_days=60)
+    changed = citesum("ingest", str(corpus), "--db", str(db), "--json")
+    assert changed.returncode == 0, changed.stderr
+    assert [d["status"] for d in json.loads(changed.stdout)["documents"]] == ["updated"]

@@ -54,7 +54,8 @@ def read_but_not_written(path: Path, corpus: Path, settings: Settings, embedder,
     with disable_run_logger():
         job = extract.fn(job, settings, None)
         job = chunk.fn(job, settings, embedder)
-        return embed.fn(job, embedder, store)
+        (job,) = embed.fn([job], embedder, store)
+        return job
 
 
 def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_write(tmp_path, sample, embedder):
@@ -73,7 +74,7 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
     newest = hash_file(agreement)
 
     with disable_run_logger():
-        outcome = write.fn(stale, store, embedder, settings, WriterSlot.from_settings(settings))
+        (outcome,) = write.fn([stale], store, embedder, settings, WriterSlot.from_settings(settings))
 
     assert outcome.status == "outdated" and outcome.chunks == 0
     assert outcome.note == "the file changed while this run read it; not written"

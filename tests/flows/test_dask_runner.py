@@ -76,8 +76,12 @@ def assert_same_store(dask_db: Path, by_threads: dict) -> None:
     on_dask = stored(str(dask_db))
     assert on_dask["chunks"] == by_threads["chunks"] and len(on_dask["chunks"]) > 10
     assert on_dask["documents"] == by_threads["documents"] and len(on_dask["documents"]) == 3
-    # Same model, same texts: vectors agree up to float summation order in the batches.
-    np.testing.assert_allclose(on_dask["vectors"], by_threads["vectors"], atol=1e-5)
+    # Same model, same texts: vectors agree up to the float summation order of their batches, which take the
+    # documents ready when the model is free (flows/stream.py), so padding differs between runs.
+    cosines = np.sum(on_dask["vectors"] * by_threads["vectors"], axis=1) / (
+        np.linalg.norm(on_dask["vectors"], axis=1) * np.linalg.norm(by_threads["vectors"], axis=1)
+    )
+    assert cosines.min() >= 0.9999, cosines.min()
 
 
 @pytest.fixture
@@ -125,13 +129,19 @@ def test_worker_processes_store_what_threads_store_and_load_the_model_once(clust
     assert sorted(loads.values()) == [1, 1], loads
     # The writes took the citesum-writer slot (strict: a limit the worker's API lacks fails the write)
     # and were recorded by the test's own Prefect API: the workers reached it.
-    assert task_run_states(state.state_details.flow_run_id, "write") == ["COMPLETED"] * 3
+    assert_writes_completed(state.state_details.flow_run_id)
+
+
+def assert_writes_completed(flow_run_id: UUID) -> None:
+    """Every write run completed: one to three of them, a write taking every document embedded meanwhile."""
+    states = task_run_states(flow_run_id, "write")
+    assert 1 <= len(states) <= 3 and set(states) == {"COMPLETED"}, states
 
 
 def test_temporary_local_cluster_stores_what_threads_store(by_threads, folder, tmp_path):
     state = ingested(settings_for(folder, tmp_path / "db", "dask"))
     assert_same_store(tmp_path / "db", by_threads)
-    assert task_run_states(state.state_details.flow_run_id, "write") == ["COMPLETED"] * 3
+    assert_writes_completed(state.state_details.flow_run_id)
 
 
 def test_runner_settings_become_task_runners():

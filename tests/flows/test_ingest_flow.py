@@ -15,7 +15,8 @@ import pytest
 from prefect import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
-from citesum.flows.ingest import STEPS, ingest, run_ingest
+from citesum.flows.ingest import ingest, run_ingest
+from citesum.flows.stream import STEPS
 from citesum.tasks.embed import load_embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.report import IngestReport
@@ -176,6 +177,24 @@ def test_unchanged_files_are_never_extracted(tmp_path, corpus, sample):
     assert statuses(report)[AGREEMENT] == "updated" and list(statuses(report).values()).count("unchanged") == 2
     per_document = [name for name in task_runs_of(state) if name.split(" ", 1)[0] in STEPS]
     assert per_document == sorted(f"{step} {AGREEMENT}" for step in STEPS)  # only the changed file was opened
+
+
+def test_steps_overlap_embedding_starts_before_the_last_document_is_extracted(tmp_path, sample):
+    """With one worker, at most three documents are read ahead of the embedding (flows/stream.py): the fifth
+    document's extraction waits for the first embedding, instead of every step waiting for all documents."""
+    folder = tmp_path / "agreements"
+    folder.mkdir()
+    for i in range(5):
+        sample.services_agreement(folder / f"agreement_{i}.pdf", notice_days=30 + i)
+    state, report = run(settings_for(tmp_path, folder, workers=1))
+    assert state.is_completed() and {o.status for o in report.outcomes} == {"new"} and len(report.outcomes) == 5
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+        )
+    started = {step: sorted(r.start_time for r in runs if r.name.startswith(f"{step} ")) for step in STEPS}
+    assert len(started["extract"]) == 5 and started["embed"] and started["write"], started
+    assert started["embed"][0] < started["extract"][-1], started
 
 
 def test_the_run_publishes_its_documents_table_and_progress(tmp_path, corpus):

@@ -45,8 +45,9 @@ def runs(tmp_path_factory, sample):
     return settings, sorted(placed), states
 
 
-def task_runs(state, expected: int) -> dict[str, list[str]]:
-    """Each task run name and the lines its runs logged, once the server holds at least ``expected`` task runs.
+def task_runs(state, expected: int, until=lambda names: True) -> dict[str, list[str]]:
+    """Each task run name and the lines its runs logged, once the server holds at least ``expected`` task runs
+    and ``until`` holds of their names.
 
     Task runs reach the server as events, recorded by one of its services a moment after the flow ends.
     """
@@ -54,7 +55,9 @@ def task_runs(state, expected: int) -> dict[str, list[str]]:
     APILogWorker.drain_all(timeout=30)  # blocks until the logs logged so far are sent
     deadline = time.monotonic() + 60
     with get_client(sync_client=True) as client:
-        while len(found := client.read_task_runs(flow_run_filter=flow_run)) < expected:
+        while len(found := client.read_task_runs(flow_run_filter=flow_run)) < expected or not until(
+            [r.name for r in found]
+        ):
             assert time.monotonic() < deadline, [r.name for r in found]
             time.sleep(0.5)
         logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id])))
@@ -72,21 +75,35 @@ def the_line(lines: list[str], pattern: str) -> str:
     return line
 
 
+def documents_in_batches(names: list[str], step: str) -> int:
+    """How many documents the runs of a batched step name: "embed a.pdf" is one, "write a.pdf and 2 more" three."""
+    batches = [re.fullmatch(rf"{step} .+?(?: and (\d+) more)?", name) for name in names]
+    return sum(1 + int(found[1] or 0) for found in batches if found)
+
+
 def test_ingest_task_runs_name_their_document_and_log_what_they_did(runs):
     _, documents, states = runs
-    steps = ("extract", "chunk", "embed", "write")
-    named = task_runs(
-        states["ingest"], expected=len(documents) * len(steps) + 3
-    )  # discover, delete-missing, refresh-indexes
+    named = task_runs(  # each document's extract and chunk; discover, delete-missing, refresh-indexes
+        states["ingest"],
+        expected=len(documents) * 2 + 3,
+        until=lambda names: all(documents_in_batches(names, step) == len(documents) for step in ("embed", "write")),
+    )
+    # embedding and writing take several documents a run, named after the first: each document in one
+    for step in ("embed", "write"):
+        assert documents_in_batches(list(named), step) == len(documents), sorted(named)
+    batched = {
+        step: [line for name, lines in named.items() if name.startswith(f"{step} ") for line in lines]
+        for step in ("embed", "write")
+    }
 
     for document in documents:
         extract = the_line(named[f"extract {document}"], rf"^extracted {re.escape(document)}: \d+ pages")
         assert re.search(r", \d+ problems?\b.*, \d+\.\d\d s$", extract), extract
         chunk = the_line(named[f"chunk {document}"], r"^chunked ")
         assert re.search(rf"{re.escape(document)}: \d+ chunks\b.*, \d+\.\d\d s$", chunk), chunk
-        embed = the_line(named[f"embed {document}"], r"^embedded ")
+        embed = the_line(batched["embed"], rf"^embedded {re.escape(document)}: ")
         assert re.search(r": \d+ chunks, \d+ computed, \d+ reused, \d+\.\d\d s$", embed), embed
-        write = the_line(named[f"write {document}"], r"^wrote ")
+        write = the_line(batched["write"], rf"^wrote {re.escape(document)}: ")
         assert re.search(rf"{re.escape(document)}: \d+ chunks \(new\), \d+\.\d\d s$", write), write
     # the scanned memo's text came from OCR: the problem is named with its page
     assert re.search(r"\(ocr p\.\d+\)", the_line(named["extract scanned_memo.pdf"], r"^extracted "))

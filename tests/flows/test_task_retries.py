@@ -42,7 +42,7 @@ def embed_one(tmp_path, sample, embedder):
         @flow(name="embed-one")
         def embed_one_flow():
             job = extract(Job(WorkItem(source, "new")), settings, None)
-            return embed(chunk(job, settings, embedder), embedder, store)
+            return embed([chunk(job, settings, embedder)], embedder, store)
 
         state = embed_one_flow(return_state=True)
         with get_client(sync_client=True) as client:
@@ -62,7 +62,7 @@ def test_a_transient_error_is_retried_by_prefect_and_the_flow_completes(embed_on
     assert state.is_completed(), state
     assert store.calls == ["reusable_vectors"] * 2
     assert embed_run.run_count == 2 and embed_run.state.is_completed()
-    job = state.result()
+    (job,) = state.result()
     assert job.embedded == len(job.chunked.chunks) > 0
 
 

@@ -112,3 +112,17 @@ def test_a_short_piece_is_a_candidate_when_it_names_what_was_asked():
     pool = [s.text for s in evidence_sentences(ev, question)]
     assert "Little Rock AR01 2." in pool
     assert "Fort Smith AR02 3." not in pool  # short and naming nothing asked: a fragment, as before
+
+
+def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
+    # One chunk of four sentences on the question: its best covers it, then two more by relevance.
+    chunk = (
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination for convenience must be signed by an officer of the terminating party. "
+        "Termination for convenience takes effect at the end of the notice period. "
+        "The terminating party must confirm the termination date in its notice."
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How can the Agreement be terminated?", tuple(evidence(chunk)), max_sentences=5)
+    )
+    assert len(draft.sentences) == 3, draft.raw

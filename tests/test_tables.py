@@ -206,6 +206,21 @@ def test_a_table_after_text_does_not_take_headers_from_an_earlier_table():
     assert [c.text for c in chunks] == [blocks[0].text, blocks[1].text, blocks[2].text]
 
 
+def test_a_title_and_its_units_line_are_the_tables_caption():
+    blocks = [
+        Block("Net sales rose in every segment, as the table below shows.", page=1),
+        Block("Consolidated Statements of Earnings", page=1),
+        Block("(in millions)", page=1),
+        Block("| 2024 | 2023\nRevenue | 10 | 9\nCost of sales | (6) | (5)", page=1, table=True, header_rows=1),
+    ]
+    extracted = ExtractedDocument(source(), (Page(1, tuple(blocks), "text"),), (), "test")
+    chunks = chunk_document(extracted, count_tokens=lambda t: len(t.split()) + 2, max_tokens=64).chunks
+    assert [(c.heading, c.text) for c in chunks] == [
+        ("", blocks[0].text),
+        ("Consolidated Statements of Earnings (in millions)", blocks[3].text),
+    ]
+
+
 # --- real pages ------------------------------------------------------------------
 
 
@@ -237,6 +252,40 @@ def test_amazon_balance_sheet():
     assert balance_sheet[:2] == ["| December 31, |", "| 2016 | 2017"]
     assert "Total assets | $83,402 | $131,310" in balance_sheet
     assert "Long-term debt | 7,694 | 24,743" in balance_sheet
+
+
+@needs_financebench
+def test_a_heading_above_a_table_is_not_taken_into_its_header():
+    # BESTBUY_2024Q2_10Q p.17: the running "Table of Contents" link, the section heading, a sub-heading and the
+    # table's caption stand over the columns; the header is the two rows that name the columns.
+    with pymupdf.open(FINANCEBENCH / "BESTBUY_2024Q2_10Q.pdf") as doc:
+        blocks = text_blocks(doc[16])
+    domestic = next(b.text.splitlines() for b in blocks if b.table)
+    assert domestic[:3] == [
+        "| Three Months Ended |  |  | Six Months Ended |  |",
+        "| July 29, 2023 | July 30, 2022 |  | July 29, 2023 | July 30, 2022 |",
+        "Revenue | $8,890 | $9,569 |  | $17,691 | $19,463 |",
+    ]
+    assert {"Segment Performance Summary", "Domestic Segment"} <= {b.text.strip() for b in blocks if not b.table}
+
+
+def statement_chunk(embedder, file: str, row: str):
+    extracted = extract_document(source_for(FINANCEBENCH / file, FINANCEBENCH), ocr=False)
+    chunks = chunk_document(extracted, count_tokens=embedder.count_tokens, max_tokens=200).chunks
+    return next(c for c in chunks if row in c.text.splitlines())
+
+
+@needs_financebench
+def test_a_statements_title_and_units_line_end_its_heading_path(embedder):
+    # LOCKHEEDMARTIN_2022_10K p.63: the title and "(in millions, except per share data)" are two short lines
+    # over the table; AMAZON_2017_10K p.38 sets both as headings of one size, so the units line replaced the title.
+    earnings = statement_chunk(embedder, "LOCKHEEDMARTIN_2022_10K.pdf", "Total net sales | 65,984 | 67,044 | 65,398")
+    title = "Lockheed Martin Corporation Consolidated Statements of Earnings (in millions, except per share data)"
+    assert earnings.heading.endswith(f" > {title}")
+    operations = statement_chunk(embedder, "AMAZON_2017_10K.pdf", "Total net sales | 107,006 | 135,987 | 177,866")
+    assert operations.heading.endswith(
+        " > CONSOLIDATED STATEMENTS OF OPERATIONS > (in millions, except per share data)"
+    )
 
 
 # --- sentences and findings ------------------------------------------------------

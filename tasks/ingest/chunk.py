@@ -28,8 +28,9 @@ Conventions (what the tests hold the code to):
   only (unless one row alone is over the budget), each chunk opening with the table's
   header rows; a table that goes on over a page break without headers of its own (the
   next body block, as many cells a row) takes the previous page's, so its chunks span
-  both pages. A short line just before a table (its caption, e.g. "Net debt:") is the
-  last element of the table's heading path. Rows of one table are joined by a line break.
+  both pages. The short lines just before a table (its caption, e.g. "Net debt:", or a title
+  and a units line, at most ``CAPTION_LINES``) are the last element of the table's heading
+  path. Rows of one table are joined by a line break.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ CountTokens = Callable[[str], int]
 
 _WORD = re.compile(r"\S+")
 CAPTION_WORDS = 15  # a table's caption is a short line; longer text before a table is a paragraph
+# A statement's title and its units line ("Consolidated Statements of Earnings", "(in millions)"): without the
+# title in the heading path, the statement's chunks did not come up for questions that name it (FinanceBench).
+CAPTION_LINES = 2
 _SPACE = re.compile(r"\s*")
 
 
@@ -206,31 +210,39 @@ class _Sectioner:
         for group in _pack(pieces, room, self.overlap):
             self.drafts.append(_Draft(heading, tuple(group)))
 
-    def _caption_path(self, heading: str, caption: Block | None) -> str:
-        if caption is None:
+    def _caption_path(self, heading: str, caption: tuple[Block, ...]) -> str:
+        if not caption:
             return heading
-        path = join_heading([*(h.text for h in self.stack), normalize_space(caption.text)])
+        text = " ".join(normalize_space(block.text) for block in caption)
+        path = join_heading([*(h.text for h in self.stack), text])
         return path if self.budget.tokens(path) <= self.budget.heading_room else heading
 
 
 def _with_captions(
-    body: list[tuple[int, Block]], fits: Callable[[Block], bool]
-) -> Iterator[tuple[int, Block, Block | None]]:
-    """The body's blocks, each table with its caption: a short line just before it that is no sentence, when it
-    ``fits`` the heading path. The caption is then not body text: it lands in the table's heading path."""
+    body: list[tuple[int, Block]], fits: Callable[[tuple[Block, ...]], bool]
+) -> Iterator[tuple[int, Block, tuple[Block, ...]]]:
+    """The body's blocks, each table with its caption: up to ``CAPTION_LINES`` short lines just before it that are
+    no sentence (a statement's title and its units line), as many as ``fit`` the heading path. The caption is then
+    not body text: it lands in the table's heading path."""
 
-    def is_caption(block: Block) -> bool:
+    def is_short(block: Block) -> bool:
         text = block.text.strip()
-        short = not block.table and 0 < len(text.split()) <= CAPTION_WORDS and text[-1] not in ".;,"
-        return short and fits(block)
+        return not block.table and 0 < len(text.split()) <= CAPTION_WORDS and text[-1] not in ".;,"
 
-    for position, (index, block) in enumerate(body):
-        nxt = body[position + 1][1] if position + 1 < len(body) else None
-        if nxt is not None and nxt.table and is_caption(block):
+    captions: dict[int, tuple[Block, ...]] = {}  # a table's position in the body -> its caption
+    for position, (_, block) in enumerate(body):
+        if not block.table:
             continue
-        previous = body[position - 1][1] if position else None
-        caption = previous if block.table and previous is not None and is_caption(previous) else None
-        yield index, block, caption
+        start = position
+        while start > 0 and position - start < CAPTION_LINES and is_short(body[start - 1][1]):
+            start -= 1
+        while start < position and not fits(tuple(b for _, b in body[start:position])):
+            start += 1  # the lines farthest from the table go first
+        captions[position] = tuple(b for _, b in body[start:position])
+    taken = {p for position, caption in captions.items() for p in range(position - len(caption), position)}
+    for position, (index, block) in enumerate(body):
+        if position not in taken:
+            yield index, block, captions.get(position, ())
 
 
 def _header_pieces(block: Block, index: int, budget: _Budget, previous: tuple[_Piece, ...]) -> tuple[_Piece, ...]:

@@ -50,6 +50,7 @@ def _outline_levels(pages: list[PageText], toc: list[tuple[int, str, int]]) -> d
     return levels
 
 
+_PARENTHESISED = re.compile(r"^\s*\([^()]*\)\s*$")
 _NUMBERING = re.compile(r"^\s*(\d+(?:\.\d+)*)\.?\s+")
 
 
@@ -101,6 +102,8 @@ def _is_heading(block: TextBlock, body_size: float, body_bold: bool) -> bool:
     if block.table or not words or len(words) > HEADING_MAX_WORDS or block.text[-1] in ".,;":
         return False
     if sum(c.isalpha() for c in block.text) < 2:  # page numbers, table figures, drop capitals
+        return False
+    if _PARENTHESISED.match(block.text):  # a statement's units, "(in millions)": not a title that replaces its own
         return False
     larger = block.size >= HEADING_SIZE_RATIO * body_size
     return larger or (block.bold and not body_bold and block.size >= body_size)

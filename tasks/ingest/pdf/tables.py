@@ -282,6 +282,8 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
         cells = columns.assign(_cells(rows[index], columns.left, columns.right))
         if cells is None or not any(cells) or not is_header_row(cells) or _is_title(cells):
             break
+        if not any(cells[1:]) and any(any(row[1:]) for _, row in above):
+            break  # a label over the column names is a caption or heading ("Segment Performance Summary")
         above.insert(0, (index, cells))
     while above and not any(above[0][1][1:]):  # a label above the header is a caption, not the table's
         above.pop(0)

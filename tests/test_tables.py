@@ -23,6 +23,8 @@ from tests.summary_fixtures import evidence
 
 FINANCEBENCH = Path(__file__).resolve().parents[2] / "shared/eval/financebench/pdfs"
 needs_financebench = pytest.mark.skipif(not FINANCEBENCH.is_dir(), reason=f"FinanceBench PDFs not at {FINANCEBENCH}")
+MMLONGBENCH = Path(__file__).resolve().parents[2] / "shared/eval/mmlongbench/pdfs"
+needs_mmlongbench = pytest.mark.skipif(not MMLONGBENCH.is_dir(), reason=f"MMLongBench PDFs not at {MMLONGBENCH}")
 
 SIZE = 9
 INCOME = [
@@ -224,8 +226,8 @@ def test_a_title_and_its_units_line_are_the_tables_caption():
 # --- real pages ------------------------------------------------------------------
 
 
-def page_tables(file: str, number: int) -> list[list[str]]:
-    with pymupdf.open(FINANCEBENCH / file) as doc:
+def page_tables(file: str, number: int, folder: Path = FINANCEBENCH) -> list[list[str]]:
+    with pymupdf.open(folder / file) as doc:
         return [b.text.splitlines() for b in text_blocks(doc[number - 1]) if b.table]
 
 
@@ -252,6 +254,27 @@ def test_amazon_balance_sheet():
     assert balance_sheet[:2] == ["| December 31, |", "| 2016 | 2017"]
     assert "Total assets | $83,402 | $131,310" in balance_sheet
     assert "Long-term debt | 7,694 | 24,743" in balance_sheet
+
+
+@needs_financebench
+def test_a_currency_sign_past_the_last_column_makes_no_cell_of_its_own():
+    # GENERALMILLS_2022_10K p.59: each row's last "$ -" is set right of the columns the table found; its "$" was
+    # a cell of its own ("$15.1 $"), its figure outside the table.
+    securities = page_tables("GENERALMILLS_2022_10K.pdf", 59)[0]
+    assert "Total | $252.4 | $437.2 | $257.6 | $442.5 | $5.2 | $5.3 | $15.1" in securities
+    assert "debt securities | $2.3 | $76.9 | $2.3 | $76.9 | $- | $- | $-" in securities
+    cells = [cell for line in securities for cell in row_cells(line)]
+    assert not [cell for cell in cells if cell == "$" or cell.endswith(" $") or " $" in cell]
+
+
+@needs_mmlongbench
+def test_a_currency_sign_keeps_its_figure_set_past_the_columns():
+    # BESTBUY_2023_10K p.53: the 2021 amortization "$ 80" stands further right than the column it is in.
+    (intangibles,) = [t for t in page_tables("BESTBUY_2023_10K.pdf", 53, MMLONGBENCH) if "Tradenames" in t[4]]
+    assert intangibles[-2:] == [
+        "| Statement of Earnings Location |  | 2023 | 2022 | 2021",
+        "Amortization expense SG&A |  |  | $86 | $82 | $80",
+    ]
 
 
 @needs_financebench

@@ -125,10 +125,15 @@ def _rows(words: list[tuple]) -> Iterator[_Row]:
 @lru_cache(maxsize=1024)  # a row's cells are asked for by each step below
 def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ...]:
     """The row's words between ``left`` and ``right`` in cells: split at wide gaps and before a "$" (it belongs to
-    the figure after it, "9,889 $ 8,348"), a lone "$" joined to its figure."""
+    the figure after it, "9,889 $ 8,348"), a lone "$" joined to its figure, even one past ``right`` (the last
+    column's figure set further right than the column's others: BESTBUY_2023_10K p.53)."""
     gap = CELL_GAP * row.height
     cells: list[list[tuple]] = []
-    for word in (w for w in row.words if w[0] >= left and w[2] <= right):
+    inside = [i for i, w in enumerate(row.words) if w[0] >= left and w[2] <= right]
+    if inside and row.words[inside[-1]][4] in _CURRENCY and inside[-1] + 1 < len(row.words):
+        if is_value(row.words[inside[-1] + 1][4]):  # a sign at the columns' right edge: its figure is past it
+            inside.append(inside[-1] + 1)
+    for word in (row.words[i] for i in inside):
         if cells and word[0] - cells[-1][-1][2] <= gap and word[4] not in _CURRENCY:
             cells[-1].append(word)
         else:
@@ -145,8 +150,7 @@ def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ..
             merged[-1] = _Cell(merged[-1].text + "%", merged[-1].x0, cell.x1)
         else:
             merged.append(cell)
-    if pending is not None:
-        merged.append(pending)
+    # A sign with no figure after it is left out: as a cell of its own it made a column of "$" (issue 12).
     return tuple(merged)
 
 
@@ -191,6 +195,8 @@ class _Columns:
             if len(cell.text.split()) > HEADER_CELL_WORDS:
                 return None
             index = max(range(len(self.spans)), key=lambda i: self._fit(cell, i))
+            if values[index] and cell.x0 > self.spans[-1][1]:
+                continue  # past the last column, which has its value: a column the table did not find
             values[index] = f"{values[index]} {cell.text}".strip()
         return [" ".join(label), *values]
 

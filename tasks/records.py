@@ -97,6 +97,13 @@ class ExtractedDocument:
     parser: str  # e.g. "pymupdf 2.0 (mupdf 1.27.0), tesseract 5.3.0"
 
 
+def embedded_text(heading: str, text: str) -> str:
+    """What is embedded of a chunk: heading context plus text, so a clause keeps its section; a table's rows
+    (its header rows first) without their cell separators (``tables.without_separators``)."""
+    text = without_separators(text) if "|" in text else text
+    return f"{heading}\n{text}" if heading else text
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A span of one document's text, the unit that is embedded and retrieved.
@@ -122,10 +129,7 @@ class Chunk:
 
     @property
     def embedding_text(self) -> str:
-        """What is embedded: heading context plus text, so a clause keeps its section; a table's rows (its
-        header rows first) without their cell separators (``tables.without_separators``)."""
-        text = without_separators(self.text) if "|" in self.text else self.text
-        return f"{self.heading}\n{text}" if self.heading else text
+        return embedded_text(self.heading, self.text)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,14 @@ def test_reusable_vectors_by_document_or_version(store, embedder):
     assert store.reusable_vectors(["other.pdf"], ["v9"]) == {}
 
 
+def test_a_vector_is_reused_by_what_was_embedded_not_by_the_text_it_came_from():
+    # A table's row is embedded without its cell separators: the same words set as prose embed alike.
+    row = "Total debt | $14,622 | $13,949\nNet debt | $11,352 | $9,793"
+    prose = "Total debt $14,622 $13,949\nNet debt $11,352 $9,793"
+    assert embedding_key("Net debt", row) == embedding_key("Net debt", prose)
+    assert embedding_key("Net debt", prose) != embedding_key("Gross debt", prose)
+
+
 def test_a_different_model_is_refused(store):
     with pytest.raises(ConfigurationError, match="holds vectors of"):
         store.check_model("some/other-model", 768)

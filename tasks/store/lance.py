@@ -21,7 +21,7 @@ import pyarrow as pa
 from lancedb.index import FTS, BTree, IvfPq
 
 from citesum.tasks.errors import ConfigurationError
-from citesum.tasks.records import Chunk, DocumentRecord, sha256_hex
+from citesum.tasks.records import Chunk, DocumentRecord, embedded_text, sha256_hex
 from citesum.tasks.store import schema
 from citesum.tasks.store.failures import boundary
 
@@ -34,8 +34,10 @@ Connect = Callable[[str], lancedb.DBConnection]
 
 
 def embedding_key(heading: str, text: str) -> str:
-    """Identifies what was embedded, so an unchanged chunk's vector can be reused."""
-    return sha256_hex(heading, text)
+    """Identifies what was embedded (the text itself, not the heading and text it is made of, so a change in
+    what is embedded of them never reuses a vector of the old text), so an unchanged chunk's vector can be
+    reused."""
+    return sha256_hex(embedded_text(heading, text))
 
 
 def sql_string(value: str) -> str:

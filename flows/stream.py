@@ -7,7 +7,7 @@ model is free, up to ``GROUP_TEXTS`` texts, so its batches run full across docum
 every embedded document ready when the last write ended, under one hold of the writer slot. Each document
 still supersedes its old version in one commit of its own (``tasks.ingest.tasks.write``).
 
-Measured on the 29 FinanceBench filings (README, Ingestion speed): one step at a time, 81 of the 214 s were
+Measured on the 29 FinanceBench filings (README, Benchmark): one step at a time, 81 of the 214 s were
 not embedding, 53 of them waiting for the writer slot again for each document.
 """
 

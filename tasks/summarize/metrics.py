@@ -20,6 +20,10 @@ coverage collapse (a warning): the summary truly leaves its evidence unused.
     of the evidence selected for them (all of it was chosen for its topic: a section citing
     1 of 8 leaves it unused).
     exhaustive mode: under half of the sections are covered.
+fallback
+    sections the extractive fallback wrote because the synthesizer's sentences failed
+    validation twice. Beside the citation rate, which judges only what the synthesizer
+    proposed: a model whose every answer held no claim has rate 1.0 and fallback = sections.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def summary_metrics(mode: str, parts: Sequence[SummaryPart]) -> dict[str, float 
         "evidence": len({e.chunk_id for s in sections for e in s.evidence}),
         "sentences": sum(len(s.sentences) for s in sections),
         "removed": sum(len(s.removed) for s in sections),
+        "fallback": sum(s.fallback is not None for s in sections),
     }
 
 

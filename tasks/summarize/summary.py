@@ -163,13 +163,22 @@ def failure_warnings(parts: list[SummaryPart], collapse: str | None) -> list[str
     if any(p.section.warning == LIMITED_COVERAGE for p in parts):
         warnings.append(LIMITED_COVERAGE)
     if fell_back := [p.section.title for p in parts if p.section.warning == EXTRACTIVE_FALLBACK]:
-        warnings.append(f"{EXTRACTIVE_FALLBACK}; verbatim evidence sentences instead in: {', '.join(fell_back)}")
+        warnings.append(f"{EXTRACTIVE_FALLBACK}; verbatim evidence sentences instead {_where(fell_back, parts)}")
     # Counted, not listed: the run record holds each removed sentence with what failed.
     if removed := sum(len(p.section.removed) for p in parts):
         warnings.append(
             f"{removed} {'sentence' if removed == 1 else 'sentences'} removed as unsupported; see the run record"
         )
     return warnings + ([collapse] if collapse else [])
+
+
+FALLBACK_NAMED = 3  # sections named in the fallback warning; beyond, a count (each section carries its note)
+
+
+def _where(titles: list[str], parts: list[SummaryPart]) -> str:
+    if len(titles) <= FALLBACK_NAMED:
+        return "in: " + ", ".join(titles)
+    return f"in {len(titles)} of {len(parts)} sections, each marked"
 
 
 def quarantined(parts: list[SummaryPart]) -> list[Quarantined]:

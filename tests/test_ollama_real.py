@@ -1,0 +1,73 @@
+"""Answers a real small model gave, replayed through the fake Ollama server.
+
+Captured with tests/benchmarks/ollama_llamacpp.py serving gemma3 270M (Q4_K_M, llama-cpp-python 0.3.36,
+temperature 0) to ``citesum summarize`` on the sample corpus. With ``format`` honoured the model copies the
+system prompt's JSON example, placeholder and all; with ``format`` ignored it writes a made-up evidence block
+until the output cap (tests/recorded/gemma3-270m-ignoring-format.txt, the whole answer).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, write_section
+from citesum.tasks.summarize.metrics import summary_metrics
+from citesum.tasks.summarize.summary import SummaryPart, failure_warnings
+from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
+from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer
+from citesum.tasks.summarize.synthesizers.prompts import build_messages, parse_draft, render_prompt
+from tests.fake_ollama import MODEL, FakeOllama, Reply
+from tests.summary_fixtures import evidence_of
+
+# Its first answer to "What are the termination obligations?", then its answer to the retry.
+PLACEHOLDER = '{"sentences": [{"text": "...", "citations": ["c2"]}] } '
+PLACEHOLDER_AGAIN = '{"sentences": [{"text": "...", "citations": ["c2"]}]}'
+IGNORING_FORMAT = (Path(__file__).parent / "recorded" / "gemma3-270m-ignoring-format.txt").read_text()
+
+TERMINATION = (
+    "On termination or expiry, Supplier shall provide reasonable assistance for up to ninety days to transfer "
+    "the Services to Customer or to a replacement supplier, at the rates in the Fee Schedule."
+)
+SURVIVAL = "Sections 6, 7, 8 and 10 survive the termination or expiry of this Agreement."
+EVIDENCE = [
+    evidence_of("c1", TERMINATION, document_id="services_agreement.pdf", pages=(5, 5), heading="12 Termination"),
+    evidence_of("c2", SURVIVAL, document_id="services_agreement.pdf", pages=(5, 5), heading="12 Termination"),
+]
+
+
+def ollama(fake: FakeOllama) -> OllamaSynthesizer:
+    return OllamaSynthesizer(model=MODEL, host=fake.url, timeout=5, retries=0, backoff_seconds=0.01)
+
+
+def section_from_placeholders(fake: FakeOllama, embedder, title: str = "Summary"):
+    fake.script(Reply(content=PLACEHOLDER), Reply(content=PLACEHOLDER_AGAIN))
+    extractive = ExtractiveSynthesizer(embedder)
+    section = write_section(title, "What are the termination obligations?", EVIDENCE, ollama(fake), fallback=extractive)
+    return SummaryPart(section, "What are the termination obligations?", tuple(e.candidate for e in EVIDENCE))
+
+
+def test_a_copied_placeholder_falls_back_and_the_metrics_say_the_model_wrote_nothing(fake_ollama: FakeOllama, embedder):
+    part = section_from_placeholders(fake_ollama, embedder)
+    assert len(fake_ollama.requests) == 2
+    assert part.section.warning == EXTRACTIVE_FALLBACK and part.section.removed == ()
+    assert {s.text for s in part.section.sentences} <= {TERMINATION, SURVIVAL}
+    figures = summary_metrics("query", [part])
+    # The placeholder is no claim, so the rate of what the model proposed stays 1.0: the fallback count says why.
+    assert figures["citation_rate"] == 1.0 and figures["removed"] == 0
+    assert figures["fallback"] == 1
+
+
+def test_every_section_falling_back_is_one_short_warning(fake_ollama: FakeOllama, embedder):
+    titles = ["1 Definitions", "5 Fees and Payment", "11 Term and Renewal", "12 Termination"]
+    parts = [section_from_placeholders(fake_ollama, embedder, title) for title in titles]
+    warnings = failure_warnings(parts, None)
+    assert warnings == [f"{EXTRACTIVE_FALLBACK}; verbatim evidence sentences instead in 4 of 4 sections, each marked"]
+    assert summary_metrics("topics", parts)["fallback"] == 4
+
+
+def test_a_made_up_evidence_block_from_a_server_ignoring_format_is_no_claim():
+    # The answer holds "[c1] document: ..." headers and evidence-like lines, but no bullet and no JSON answer.
+    prompt = render_prompt(build_messages(SynthesisRequest("What are the termination obligations?", tuple(EVIDENCE))))
+    assert "[c1] document:" in IGNORING_FORMAT
+    assert parse_draft(IGNORING_FORMAT, prompt).sentences == ()

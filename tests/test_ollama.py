@@ -209,6 +209,13 @@ def test_a_timeout_is_retried_then_reported_as_transient_in_bounded_time(fake: F
     assert is_retryable(caught.value)
 
 
+def test_a_timeout_names_the_setting_that_gives_a_slow_model_more_time(fake: FakeOllama):
+    # Seen with a CPU model: "failed 2 attempt(s), last: no answer within 10 s" left the user no way on.
+    fake.script(Reply(delay=30))
+    with pytest.raises(TransientError, match="may need more time: raise CITESUM_OLLAMA_TIMEOUT_SECONDS"):
+        synthesizer(fake.url, timeout=0.3, retries=0).synthesize(notice_request())
+
+
 def test_a_429_is_retried_after_the_retry_after_delay(fake: FakeOllama):
     fake.script(Reply(status=429, body={"error": "server busy"}, headers={"Retry-After": "1"}), Reply())
     draft = synthesizer(fake.url, backoff_seconds=0.01).synthesize(notice_request())

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from citesum.tasks.settings import Settings
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+# Where the time limit is set (Settings.summarize.ollama_timeout_seconds), named when it ran out.
+TIMEOUT_HINT = "raise CITESUM_OLLAMA_TIMEOUT_SECONDS"
 
 # The ollama client turns httpx.ConnectError into the built-in ConnectionError and lets the other
 # transport errors through: a timeout, or a connection dropped mid-answer (Ollama restarting).
@@ -191,6 +193,8 @@ class OllamaSynthesizer:
 
     def _gave_up(self, attempts: int, failure: _Retry) -> TransientError:
         asked = f"; it asks to wait {failure.retry_after:g} s" if failure.retry_after else ""
+        if isinstance(failure.__cause__, httpx.TimeoutException):
+            asked = f"; a model on CPU may need more time: {TIMEOUT_HINT}"
         return TransientError(
             f"Ollama at {self.host} failed {attempts} attempt(s), last: {failure.reason}{asked}", source=self.name
         )

@@ -3,7 +3,7 @@
 Captured with tests/benchmarks/ollama_llamacpp.py serving gemma3 270M (Q4_K_M, llama-cpp-python 0.3.36,
 temperature 0) to ``citesum summarize`` on the sample corpus. With ``format`` honoured the model copies the
 system prompt's JSON example, placeholder and all; with ``format`` ignored it writes a made-up evidence block
-until the output cap (tests/recorded/gemma3-270m-ignoring-format.txt, the whole answer).
+until the output cap (tests/recorded/gemma3-270m-ignoring-format*.txt, whole answers).
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from tests.summary_fixtures import evidence_of
 # Its first answer to "What are the termination obligations?", then its answer to the retry.
 PLACEHOLDER = '{"sentences": [{"text": "...", "citations": ["c2"]}] } '
 PLACEHOLDER_AGAIN = '{"sentences": [{"text": "...", "citations": ["c2"]}]}'
-IGNORING_FORMAT = (Path(__file__).parent / "recorded" / "gemma3-270m-ignoring-format.txt").read_text()
+RECORDED = Path(__file__).parent / "recorded"
+IGNORING_FORMAT = (RECORDED / "gemma3-270m-ignoring-format.txt").read_text()
+# Its first answer to the topic "Definitions; Services": a made-up evidence block holding a 120-line list.
+IGNORING_FORMAT_LIST = (RECORDED / "gemma3-270m-ignoring-format-list.txt").read_text()
 
 TERMINATION = (
     "On termination or expiry, Supplier shall provide reasonable assistance for up to ninety days to transfer "
@@ -71,3 +74,17 @@ def test_a_made_up_evidence_block_from_a_server_ignoring_format_is_no_claim():
     prompt = render_prompt(build_messages(SynthesisRequest("What are the termination obligations?", tuple(EVIDENCE))))
     assert "[c1] document:" in IGNORING_FORMAT
     assert parse_draft(IGNORING_FORMAT, prompt).sentences == ()
+
+
+def test_a_list_inside_a_made_up_evidence_block_is_not_120_claims(fake_ollama: FakeOllama):
+    assert IGNORING_FORMAT_LIST.count("\n* ") > 100 and "<untrusted_evidence>" in IGNORING_FORMAT_LIST
+    fake_ollama.script(Reply(content=IGNORING_FORMAT_LIST))
+    request = SynthesisRequest("Definitions; Services", tuple(EVIDENCE), max_sentences=5)
+    draft = ollama(fake_ollama).synthesize(request)
+    assert draft.sentences == () and draft.raw == IGNORING_FORMAT_LIST
+
+
+def test_bullets_after_an_evidence_block_the_answer_closes_are_still_claims():
+    answer = "<untrusted_evidence>\n[c1] document: a.pdf\n* 1. Hosting\n</untrusted_evidence>\n- " + SURVIVAL + " [c2]"
+    prompt = render_prompt(build_messages(SynthesisRequest("q", tuple(EVIDENCE))))
+    assert [(s.text, s.citations) for s in parse_draft(answer, prompt).sentences] == [(SURVIVAL, ("c2",))]

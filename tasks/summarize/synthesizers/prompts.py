@@ -8,8 +8,9 @@ label ``[cN]``, document, pages and heading.
 The answer asked for is JSON of ``ANSWER_SCHEMA`` (Ollama constrains its output to
 it); bullets are the fallback for servers and models that ignore the schema. Only
 the JSON sentences, or else the bullet lines, are claims: reasoning (``<think>``
-blocks, closed or cut off), prose around the bullets, tags and lines echoed from
-the prompt are not, so they are neither validated nor counted as removed.
+blocks, closed or cut off), evidence blocks the answer writes itself (copied or made
+up, closed or cut off), prose around the bullets, tags and lines echoed from the
+prompt are not, so they are neither validated nor counted as removed.
 
 Citation formats the parser accepts, in one bullet: ``[c2]``, ``[c1][c3]``,
 ``[c1, c3]`` / ``[c1; c3]`` and ``(c2)`` / ``(c1, c3)`` (labels only inside the
@@ -164,7 +165,7 @@ def _feedback(request: SynthesisRequest) -> str:
 
 def parse_draft(raw: str, prompt: str) -> Draft:
     """The claims of a model's answer: its JSON sentences, else its bullet lines (``raw`` is kept whole)."""
-    answer = _without_echo(strip_reasoning(raw), prompt)
+    answer = _without_echo(_without_evidence_blocks(strip_reasoning(raw)), prompt)
     sentences = _json_sentences(answer)
     if sentences is None:
         sentences = _bullet_sentences(answer, prompt)
@@ -187,6 +188,18 @@ def strip_reasoning(raw: str) -> str:
         text = text[closes[-1].end() :]
     opened = _OPEN_THOUGHT.search(text)
     return text[: opened.start()] if opened else text
+
+
+# An evidence block the answer writes itself, closed or cut off by the output cap: a small model that
+# ignores the schema may copy the prompt's layout and invent "[c1] document: ..." chunks and lists under them
+# (gemma3 270M wrote 120 "* 1. Hosting Services" lines so): quoted or made-up evidence, never claims.
+_ANSWER_EVIDENCE = re.compile(
+    rf"^[ \t]*{re.escape(EVIDENCE_OPEN)}[ \t]*$.*?(?:{re.escape(EVIDENCE_CLOSE)}|\Z)", re.DOTALL | re.MULTILINE
+)
+
+
+def _without_evidence_blocks(answer: str) -> str:
+    return _ANSWER_EVIDENCE.sub("\n", answer)
 
 
 _JSON_START = re.compile(r"\{\s*\"sentences\"|\[\s*\{")

@@ -203,8 +203,11 @@ def test_without_a_fallback_a_section_failing_twice_ends_empty_with_the_warning(
 
 
 def test_an_exhaustive_section_whose_merge_fails_twice_falls_back_too(fake_ollama: FakeOllama, embedder):
-    fake_ollama.script(Reply(content=WRONG), Reply(content=WRONG), Reply(content=WRONG))
+    # The map keeps one point, so there is something to merge; both merges fail.
+    point = "- Either party may terminate for convenience on 90 days' written notice [c1]."
+    fake_ollama.script(Reply(content=point), Reply(content=WRONG), Reply(content=WRONG))
     section = mapreduce.summarize_section(
         "12 Termination", EVIDENCE, ollama(fake_ollama), embedder.count_tokens, ExtractiveSynthesizer(embedder)
     )
+    assert len(fake_ollama.requests) == 3 and len(section.attempts) == 2
     assert section.warning == EXTRACTIVE_FALLBACK and NOTICE in [s.text for s in section.sentences]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from citesum.tasks.summarize import mapreduce
 from citesum.tasks.summarize.compose import EXTRACTIVE_FALLBACK, write_section
 from citesum.tasks.summarize.metrics import summary_metrics
 from citesum.tasks.summarize.summary import SummaryPart, failure_warnings
@@ -88,3 +89,17 @@ def test_bullets_after_an_evidence_block_the_answer_closes_are_still_claims():
     answer = "<untrusted_evidence>\n[c1] document: a.pdf\n* 1. Hosting\n</untrusted_evidence>\n- " + SURVIVAL + " [c2]"
     prompt = render_prompt(build_messages(SynthesisRequest("q", tuple(EVIDENCE))))
     assert [(s.text, s.citations) for s in parse_draft(answer, prompt).sentences] == [(SURVIVAL, ("c2",))]
+
+
+def test_an_exhaustive_section_whose_map_kept_no_point_falls_back_without_merging_nothing(
+    fake_ollama: FakeOllama, embedder
+):
+    # The exhaustive run asked 42 merges of no points (2 per section), answered with the merge prompt's example.
+    fake_ollama.script(Reply(content=PLACEHOLDER))
+    section = mapreduce.summarize_section(
+        "12 Termination", EVIDENCE, ollama(fake_ollama), embedder.count_tokens, ExtractiveSynthesizer(embedder)
+    )
+    assert [r.path for r in fake_ollama.requests] == ["/api/chat"]  # the map's one batch, no merge
+    assert section.warning == EXTRACTIVE_FALLBACK and section.fallback is not None and section.attempts == ()
+    assert {s.text for s in section.sentences} <= {TERMINATION, SURVIVAL} and section.sentences
+    assert summary_metrics("exhaustive", [SummaryPart(section, "12 Termination", ())])["fallback"] == 1

@@ -128,10 +128,26 @@ def _validated(
     kept = final.validation.passing()
     if kept or fallback is None:
         return Section(title, evidence, kept, tuple(attempts), removed, LIMITED_COVERAGE)
-    extracted = _attempt(fallback(), texts, verbatim=True)
+    return _fallen_back(title, evidence, fallback, tuple(attempts), removed)
+
+
+def fallback_section(title: str, evidence: Sequence[Evidence], fallback: Callable[[], Draft]) -> Section:
+    """A section the fallback writes without asking the synthesizer, which has nothing to work from
+    (exhaustive mode: no point of the map held, and a merge of no points could only fail or invent)."""
+    return _fallen_back(title, tuple(evidence), fallback, (), ())
+
+
+def _fallen_back(
+    title: str,
+    evidence: tuple[Evidence, ...],
+    fallback: Callable[[], Draft],
+    attempts: tuple[Attempt, ...],
+    removed: tuple[CitedSentence, ...],
+) -> Section:
+    extracted = _attempt(fallback(), {e.label: e.text for e in evidence}, verbatim=True)
     sentences = extracted.validation.passing()
     warning = EXTRACTIVE_FALLBACK if sentences else LIMITED_COVERAGE
-    return Section(title, evidence, sentences, tuple(attempts), removed, warning, extracted)
+    return Section(title, evidence, sentences, attempts, removed, warning, extracted)
 
 
 def _failed(attempt: Attempt, verbatim: bool) -> bool:

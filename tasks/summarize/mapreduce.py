@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from citesum.tasks.summarize.compose import Section, validated_section
+from citesum.tasks.summarize.compose import Section, fallback_section, validated_section
 from citesum.tasks.summarize.evidence import CitedSentence, Evidence
 from citesum.tasks.summarize.quarantine import Quarantined, quarantine, screen
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest, Synthesizer
@@ -58,19 +58,23 @@ def summarize_section(
     points = map_points(title, evidence, synthesizer, lambda e: count_tokens(e.text), budget, dropped)
     points = reduce_points(title, points, synthesizer, lambda p: count_tokens(p.text), budget)
     request = MergeRequest(_instruction(title), tuple(points), SECTION_SENTENCES)
-    section = validated_section(
-        title,
-        evidence,
-        lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
-        verbatim=synthesizer.verbatim,
-        fallback=(
-            lambda: fallback.synthesize(
-                SynthesisRequest(request.instruction, evidence, max_sentences=SECTION_SENTENCES)
-            )
-        )
+    extract = (
+        (lambda: fallback.synthesize(SynthesisRequest(request.instruction, evidence, max_sentences=SECTION_SENTENCES)))
         if fallback
-        else None,
+        else None
     )
+    if not points and evidence:
+        # Nothing to merge: asking would cost two calls that can only fail or invent (a real small model
+        # answered such requests with the prompt's example), so the fallback writes the section, if there is one.
+        section = fallback_section(title, evidence, extract) if extract else Section(title, tuple(evidence), (), ())
+    else:
+        section = validated_section(
+            title,
+            evidence,
+            lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
+            verbatim=synthesizer.verbatim,
+            fallback=extract,
+        )
     section = replace(section, quarantined=(*dropped, *section.quarantined))
     if section.sentences or section.removed:
         return section

@@ -6,7 +6,9 @@ synthesizer's context) into cited points; reduce merges batches of points
 recursively until the section fits, keeping citations through every pass. A batch
 that does not shrink is split in two and merged again; a single point that cannot
 shrink is kept as it is, and a pass that makes no progress ends the loop, so it
-always ends. The final merge is validated like any section, with the same fallback. A
+always ends. The final merge is validated like any section, with the same fallback; a
+section whose map kept no point is not merged (there is nothing to merge): the fallback
+writes it at once. A
 section that yields no sentence, without any being removed as unsupported, says
 ``NOTHING_BEARS`` instead of ending empty; coverage counts it apart from a failure
 (see ``metrics``). What addresses an AI system is cut from the evidence before the map

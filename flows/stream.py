@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.futures import PrefectFuture, as_completed
 
-from citesum.tasks.errors import DocumentError
-from citesum.tasks.ingest.report import DocumentOutcome
+from citesum.tasks.ingest.report import DocumentOutcome, failed_outcome
 from citesum.tasks.ingest.tasks import Job
-from citesum.tasks.records import Problem
 
 Progress = Callable[[str, str, int, int], None]  # (step, document id, steps done, steps in all)
 STEPS = ("extract", "chunk", "embed", "write")
@@ -59,7 +57,7 @@ class StepTracker:
             return result if isinstance(result, list) else [result]
         error = state.result(raise_on_failure=False)
         for job in jobs:
-            self.failures.append(failed_outcome(job, error, step))
+            self.failures.append(failed_outcome(job.item.source, error, step, job.seconds))
             self.advance(step, job, steps=len(STEPS) - STEPS.index(step))
         return None
 
@@ -139,17 +137,3 @@ def take_group(chunked: list[Job], texts: int) -> list[Job]:
     group = chunked[:count]
     del chunked[:count]
     return group
-
-
-def failed_outcome(job: Job, error: BaseException, step: str) -> DocumentOutcome:
-    source = job.item.source
-    kind = (Problem(error.kind, error.message),) if isinstance(error, DocumentError) else ()
-    return DocumentOutcome(
-        source.document_id,
-        source.path,
-        "failed",
-        version=source.version,
-        problems=kind,
-        error=f"{step}: {error}",
-        seconds=job.seconds,
-    )

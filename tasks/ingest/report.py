@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from citesum.tasks.errors import DocumentError
 from citesum.tasks.ingest.pdf.extract import parser_version
 from citesum.tasks.ingest.plan import Conflict
 from citesum.tasks.ingest.sources import Rejected
-from citesum.tasks.records import DocumentRecord, Problem, lost_pages, to_json
+from citesum.tasks.records import DocumentRecord, Problem, SourceFile, lost_pages, to_json
 from citesum.tasks.settings import Settings
 
 # outdated: the file changed, vanished or came back while the run worked on it, so what the run read was
@@ -169,4 +170,18 @@ def rejected_outcome(rejected: Rejected) -> DocumentOutcome:
         problems=(Problem(rejected.kind, rejected.message),),
         error=text if rejected.fails else None,
         note=None if rejected.fails else text,
+    )
+
+
+def failed_outcome(source: SourceFile, error: BaseException, step: str, seconds: float = 0.0) -> DocumentOutcome:
+    """A document that failed at ``step`` ("extract", "write"...), the error named; a bad document's kind kept."""
+    kind = (Problem(error.kind, error.message),) if isinstance(error, DocumentError) else ()
+    return DocumentOutcome(
+        source.document_id,
+        source.path,
+        "failed",
+        version=source.version,
+        problems=kind,
+        error=f"{step}: {error}",
+        seconds=seconds,
     )

@@ -25,7 +25,7 @@ from citesum.tasks.ingest.chunk import chunk_document
 from citesum.tasks.ingest.names import text_path
 from citesum.tasks.ingest.pdf.sandbox import extract_with_time_limit
 from citesum.tasks.ingest.plan import WorkItem
-from citesum.tasks.ingest.report import DocumentOutcome
+from citesum.tasks.ingest.report import DocumentOutcome, failed_outcome
 from citesum.tasks.ingest.sources import Discovery, is_current, sources_to_ingest
 from citesum.tasks.policy import STEP
 from citesum.tasks.records import (
@@ -233,15 +233,7 @@ def write_document(job: Job, store: ChunkStore, embedder: Embedder, settings: Se
         if exc.retryable:
             raise
         get_run_logger().error(f"did not write {record.document_id}: {exc}")
-        return DocumentOutcome(
-            record.document_id,
-            record.source,
-            "failed",
-            version=record.version,
-            problems=tuple(record.problems),
-            error=f"write: {exc}",
-            seconds=job.seconds + time.perf_counter() - started,
-        )
+        return failed_outcome(job.item.source, exc, "write", job.seconds + time.perf_counter() - started)
     outcome = DocumentOutcome(
         document_id=record.document_id,
         source=record.source,

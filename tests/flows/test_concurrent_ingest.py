@@ -17,12 +17,13 @@ from prefect.logging import disable_run_logger
 from prefect.settings import PREFECT_API_URL
 
 from citesum.flows.ingest import run_ingest
+from citesum.tasks.errors import CitesumError
 from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.sources import hash_file, source_for
 from citesum.tasks.ingest.tasks import Job, chunk, delete_missing, embed, extract, write
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
-from citesum.tasks.store.writer import WriterSlot
+from citesum.tasks.store.writer import WriterSlot, ensure_writer_limit
 
 BIN = Path(sys.executable).parent
 AGREEMENT, REPORT = "agreement.pdf", "report.pdf"
@@ -81,6 +82,39 @@ def test_a_write_of_a_file_changed_since_it_was_read_does_not_undo_the_newer_wri
     assert stored_state(settings.store.db)[AGREEMENT][0] == newest
     texts = " ".join(r["text"] for r in store.chunk_rows(columns=["text"]))
     assert "90 days before" in texts and "60 days before" not in texts
+
+
+class RefusingOne:
+    """The real store, whose write of one document fails for good (a collaborator passed in, not a patch)."""
+
+    def __init__(self, store: LanceStore, document_id: str):
+        self.store, self.document_id = store, document_id
+
+    def supersede(self, record, chunks, vectors) -> None:
+        if record.document_id == self.document_id:
+            raise CitesumError("the table refused the rows", source=record.document_id)
+        self.store.supersede(record, chunks, vectors)
+
+
+def test_a_write_that_fails_for_good_fails_its_document_and_the_batch_goes_on(tmp_path, sample, embedder):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sample.services_agreement(corpus / AGREEMENT)
+    sample.technical_report(corpus / REPORT)
+    settings = Settings(corpus=corpus, db=str(tmp_path / "db"))
+    store = LanceStore.open_or_create(settings.store.db, embedder.name, embedder.dimension)
+    jobs = [read_but_not_written(corpus / name, corpus, settings, embedder, store) for name in (AGREEMENT, REPORT)]
+    ensure_writer_limit()  # as a run does first
+
+    with disable_run_logger():
+        failed, written = write.fn(
+            jobs, RefusingOne(store, AGREEMENT), embedder, settings, WriterSlot.from_settings(settings)
+        )
+
+    assert (failed.document_id, failed.status) == (AGREEMENT, "failed")
+    assert failed.error == f"write: {AGREEMENT}: the table refused the rows"
+    assert (written.document_id, written.status, written.chunks) == (REPORT, "updated", len(jobs[1].chunked.chunks))
+    assert set(store.documents()) == {REPORT}
 
 
 def test_a_file_put_back_after_the_reindex_found_it_gone_is_not_deleted(tmp_path, sample):

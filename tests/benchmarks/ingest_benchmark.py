@@ -63,6 +63,7 @@ def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
     from citesum.tasks.embed import embedder_for
+    from citesum.tasks.records import embedded_text
     from citesum.tasks.settings import Settings
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.store.writer import ensure_writer_limit
@@ -84,7 +85,7 @@ def main() -> None:
     ingest_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
     rows = LanceStore.open(db).chunk_rows(columns=["heading", "text"])
-    texts = [f"{r['heading']}\n{r['text']}" if r["heading"] else r["text"] for r in rows]
+    texts = [embedded_text(r["heading"], r["text"]) for r in rows]  # what ingestion embedded of each chunk
     started = time.perf_counter()
     embedder.embed(texts)
     embed_s = time.perf_counter() - started

@@ -117,7 +117,7 @@ def dask_address(runner: str) -> str:
 def dask_worker_environment() -> Iterator[None]:
     """What Dask worker processes need to run ingestion tasks, while a flow runs.
 
-    - Non-daemonic worker processes: extraction spawns a child per document, and a daemonic process may not
+    - Non-daemonic worker processes: extraction starts a child per document, and a daemonic process may not
       ("daemonic processes are not allowed to have children", every extract failed on a default LocalCluster).
       This covers the clusters started here; workers of an existing scheduler must be started that way.
     - One Prefect API: each task carries this process's Prefect settings to its worker. Without an API URL,

@@ -1,7 +1,7 @@
 """Extraction against real tricky PDFs (../shared/eval/robustness) and PDFs made here.
 
 The robustness matrix runs every file of cases.jsonl through the time-limited path
-(a spawned child per file, two at a time); OCR is off there because the scanned
+(a child process per file, two at a time); OCR is off there because the scanned
 forms take minutes to OCR; dedicated tests OCR a few small scans.
 """
 
@@ -438,6 +438,26 @@ def test_parser_version_names_tesseract_only_when_ocr_is_on():
     tesseract = first_line.split()[1].removeprefix("v")
     without_ocr = parser_version(include_ocr=False)
     assert parser_version() == f"{without_ocr}, tesseract {tesseract}" != without_ocr
+
+
+def test_the_child_runs_in_the_callers_folder_and_environment_of_the_call(tmp_path, monkeypatch):
+    """Children are forked from a server process started by an earlier extraction: they still see the folder
+    and the environment the caller has when it extracts, as a process started anew would."""
+    extract_with_time_limit(image_only_second_page(tmp_path), ocr=False, timeout=60)  # the forkserver runs now
+    later = tmp_path / "later"
+    later.mkdir()
+    empty = tmp_path / "no-tessdata"
+    empty.mkdir()
+    scan = image_only_second_page(later)
+    monkeypatch.chdir(later)
+    monkeypatch.setenv("TESSDATA_PREFIX", str(empty))  # where PyMuPDF looks for Tesseract's language data
+    relative = SourceFile(document_id="scan.pdf", path="scan.pdf", version=scan.version)
+
+    document = extract_with_time_limit(relative, timeout=60)
+
+    assert page_texts(document.pages[0]) == ["Page one has a text layer"]
+    (problem,) = document.problems
+    assert (problem.kind, problem.page) == ("no_text_layer", 2) and "no language data for eng" in problem.message
 
 
 def test_mupdf_errors_are_kept_with_their_document_not_printed(tmp_path, capfd):

@@ -87,7 +87,7 @@ def assert_same_store(dask_db: Path, by_threads: dict) -> None:
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
     """Two worker processes of one thread, as an operator would start them for citesum (non-daemonic:
-    extraction spawns a child per document)."""
+    extraction starts a child per document)."""
     with dask.config.set({"distributed.worker.daemon": False}):
         cluster = LocalCluster(
             n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, death_timeout=WAIT

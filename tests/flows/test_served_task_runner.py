@@ -87,7 +87,7 @@ def test_a_served_run_builds_the_dask_runner_its_settings_name(monkeypatch):
 
 
 def test_a_served_dask_run_starts_workers_that_may_spawn_extraction(monkeypatch, request):
-    # Extraction spawns a child per document, which a daemonic worker process may not.
+    # Extraction starts a child per document, which a daemonic worker process may not.
     monkeypatch.setenv("CITESUM_RUNNER", "dask")
     monkeypatch.setenv("CITESUM_WORKERS", "1")
     runner = served_ingest("ingest-upload").task_runner

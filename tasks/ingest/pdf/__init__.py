@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 # PyMuPDF 2.0 imports its add-ons pymupdf.layout (onnxruntime) and pymupdf4llm when they
-# are installed: 1.6 s of its 2 s import, paid again by every spawned extraction child.
+# are installed: 1.6 s of its 2 s import, paid again by every process that imports it.
 # Neither is used here, and importing pymupdf4llm turns MuPDF's glyph box ("quad")
 # corrections off for the whole process, which changes extracted blocks. Skip both.
 for _addon in ("pymupdf.layout", "pymupdf4llm"):

@@ -5,7 +5,7 @@ numbers) of ``Block`` records. A page whose text cannot be read is OCRed when
 Tesseract is installed, else kept as a "lost" page with a ``Problem``; a page
 that fails does not discard its document. Whole-document failures raise
 ``DocumentError``. ``sandbox.extract_with_time_limit`` runs the same function in a
-spawned child process, so a hang or a crash inside MuPDF costs one document.
+forked child process, so a hang or a crash inside MuPDF costs one document.
 ``parser_version`` names what extracts the text.
 """
 

@@ -84,6 +84,17 @@ def test_openvino_vectors_and_token_counts_match_torch_on_sample_chunks(chunked,
     assert fast.backend == f"openvino {fast.precision}" and fast.precision in ("bf16", "fp32", "fp16")
 
 
+def test_batches_run_on_parallel_streams_land_in_their_own_rows(cache, chunked, fast):
+    """Small batches, so that the inference streams run several at once and finish out of order: each text's
+    vector is the one it gets alone."""
+    texts = texts_of(chunked)
+    small = OpenVINOEmbedder(DEFAULT_EMBED_MODEL, model_folder(DEFAULT_EMBED_MODEL), cache, batch_size=3)
+    together = small.embed(texts)
+    alone = np.vstack([fast.embed([text]) for text in texts])
+    assert float(np.min(np.sum(together * alone, axis=1))) >= 0.999
+    assert (np.argmax(together @ alone.T, axis=1) == np.arange(len(texts))).all()
+
+
 def store_with(tmp: Path, chunked, embedder) -> LanceStore:
     store = LanceStore.open_or_create(str(tmp), embedder.name, embedder.dimension)
     for doc in chunked:

@@ -39,9 +39,9 @@ def extract_with_time_limit(
     The caller is never forked: it has threads (Prefect, the model) and a forked copy of
     their locks can deadlock; the child is forked from the forkserver instead, and runs in
     the caller's environment and working folder as they are now. A hang or a crash in MuPDF
-    becomes a ``DocumentError`` (kind "timeout" or "crashed") for this document alone. With ``memory_mb`` the child's
-    address space is limited (RLIMIT_AS, inherited by the tesseract it runs): a document
-    that needs more fails with kind "memory_limit".
+    becomes a ``DocumentError`` (kind "timeout" or "crashed") for this document alone. With
+    ``memory_mb`` the child's address space is limited (RLIMIT_AS, inherited by the tesseract
+    it runs): a document that needs more fails with kind "memory_limit".
     """
     context = _context()
     receiver, sender = context.Pipe(duplex=False)

@@ -200,8 +200,8 @@ class OpenVINOEmbedder:
         # Throughput mode: each core runs an inference stream of its own, one batch each, where latency mode
         # splits every batch over all cores. Alone it is as fast on chunk texts; beside other work on the same
         # cores (extraction, chunking, Prefect's server) a latency-mode batch waits for its slowest core. Beside
-        # one busy process on 2 cores, latency mode ran 1.8x slower and throughput mode 1.2x; the FinanceBench
-        # ingest went from 1.31 to 1.25 times its embedding-only time (README, Benchmark).
+        # one busy process on 2 cores, latency mode ran 1.8x slower and throughput mode 1.2x; in two otherwise
+        # equal runs the FinanceBench ingest went from 1.31 to 1.25 times its embedding-only time (README, Benchmark).
         config = {"CACHE_DIR": str(self.cache / "compiled"), "PERFORMANCE_HINT": "THROUGHPUT"}
         if precision != "auto":
             config["INFERENCE_PRECISION_HINT"] = precision

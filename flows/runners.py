@@ -88,7 +88,9 @@ class ConfiguredTaskRunner(TaskRunner):
 def task_runner_for(settings: Settings) -> TaskRunner:
     """``settings.ingest.runner``: threads here, a temporary local Dask cluster, or an existing Dask scheduler."""
     if settings.ingest.runner == "threads":
-        return ThreadPoolTaskRunner(max_workers=settings.ingest.workers)
+        # The embedding and the writing each need a thread of their own beside the documents being prepared:
+        # queued behind extractions, the model waited (2.7 s for the first pass on 10 filings).
+        return ThreadPoolTaskRunner(max_workers=settings.ingest.workers + 2)
     address = None if settings.ingest.runner == "dask" else dask_address(settings.ingest.runner)
     # Imported here: distributed adds about half a second to every command that never uses it.
     from prefect_dask import DaskTaskRunner

@@ -28,8 +28,8 @@ STEPS = ("extract", "chunk", "embed", "write")
 # Texts an embedding pass takes at most (a document is never split): enough for full batches, few enough
 # that the first writes start early and progress moves.
 GROUP_TEXTS = 1024
-# Documents extracted ahead of the embedding beyond those in flight: embedding is the slow step, and
-# documents waiting for it hold their pages and chunks in memory.
+# Documents chunked ahead of the embedding beyond the ``window`` being prepared: embedding is the slow step,
+# and documents waiting for it hold their pages and chunks in memory.
 AHEAD = 2
 
 
@@ -84,7 +84,8 @@ class Steps:
 
 @dataclass
 class DocumentStream:
-    """Documents through the steps, ``window`` of them extracting or chunking at a time."""
+    """Documents through the steps, ``window`` of them extracting or chunking at a time (the task runner has a
+    thread each for them, the embedding and the writing: ``flows.runners.task_runner_for``)."""
 
     steps: Steps
     tracker: StepTracker
@@ -94,9 +95,14 @@ class DocumentStream:
 
     def run(self, jobs: list[Job]) -> list[DocumentOutcome]:
         """The write outcomes, in the order of ``jobs``; failed documents are in ``tracker.failures``."""
-        waiting, chunked, embedded, written = deque(jobs), [], [], []
+        # Smallest first: the model starts on a document prepared in a fraction of a second, and preparing
+        # the larger ones stays ahead of embedding them.
+        waiting = deque(sorted(jobs, key=lambda job: job.item.source.size))
+        chunked, embedded, written = [], [], []
         while waiting or self._running or chunked or embedded:
-            while waiting and self._preparing() + len(chunked) < self.window + AHEAD:
+            while (
+                waiting and self._preparing() < self.window and self._preparing() + len(chunked) < self.window + AHEAD
+            ):
                 job = waiting.popleft()
                 self._start("extract", self.steps.extract(job), [job])
             if chunked and not self._busy("embed"):

@@ -87,6 +87,7 @@ class SourceFile:
     document_id: str  # path relative to the corpus root, with forward slashes
     path: str  # absolute path on disk
     version: str  # sha256 of the file's bytes
+    size: int = 0  # bytes, when found on disk: ingestion prepares the smallest documents first
 
 
 @dataclass(frozen=True)

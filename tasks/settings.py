@@ -115,8 +115,9 @@ class IngestSettings(Group):
         2,
         ge=1,
         description=(
-            "Documents processed at the same time: threads, or with runner 'dask' the local cluster's worker "
-            "processes (extraction runs in child processes either way)."
+            "Documents extracted and chunked at the same time: threads (beside one for embedding and one for "
+            "writing), or with runner 'dask' the local cluster's worker processes (extraction runs in child "
+            "processes either way)."
         ),
     )
     runner: str = Field(

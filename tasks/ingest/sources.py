@@ -123,9 +123,10 @@ def source_for(path: Path, root: Path, max_bytes: int | None = None) -> SourceFi
     """
     path, root = path.absolute(), root.absolute()
     document_id = path_text(path.relative_to(root).as_posix())
-    if max_bytes is not None and (size := os.stat(path).st_size) > max_bytes:
+    size = os.stat(path).st_size
+    if max_bytes is not None and size > max_bytes:
         raise SourceError("too_large", f"{size:,} bytes, over the limit of {max_bytes:,} (CITESUM_MAX_FILE_BYTES)")
-    return SourceFile(document_id=document_id, path=path_text(path), version=hash_file(path))
+    return SourceFile(document_id=document_id, path=path_text(path), version=hash_file(path), size=size)
 
 
 def discover_sources(

@@ -197,6 +197,33 @@ def test_steps_overlap_embedding_starts_before_the_last_document_is_extracted(tm
     assert started["embed"][0] < started["extract"][-1], started
 
 
+def test_embedding_runs_beside_an_extraction_and_the_smallest_document_goes_first(tmp_path, sample):
+    """With one worker, the embedding has a thread of its own: it overlaps the next document's extraction
+    instead of queueing behind it. The smallest file is prepared first, so the model starts early."""
+    folder = tmp_path / "agreements"
+    folder.mkdir()
+    long_clause = " ".join(f"Clause {i} obliges the supplier to keep weekly records of its work." for i in range(150))
+    sample.services_agreement(folder / "a_long.pdf", extra_clause=long_clause)
+    for name in ("b.pdf", "c.pdf", "d.pdf"):
+        sample.services_agreement(folder / name, extra_clause=long_clause[: 40 * len(name)])
+    sample.services_agreement(folder / "e_short.pdf")
+    state, report = run(settings_for(tmp_path, folder, workers=1))
+    assert state.is_completed() and {o.status for o in report.outcomes} == {"new"}
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+        )
+    spans = {
+        step: [(r.start_time, r.end_time, r.name) for r in runs if r.name.startswith(f"{step} ")] for step in STEPS
+    }
+    smallest = min(folder.iterdir(), key=lambda p: p.stat().st_size).name
+    assert min(spans["extract"])[2] == f"extract {smallest}", sorted(spans["extract"])
+    overlaps = [
+        (e[2], x[2]) for e in spans["embed"] for x in spans["extract"] + spans["chunk"] if e[0] < x[1] and x[0] < e[1]
+    ]
+    assert overlaps, spans
+
+
 def test_the_run_publishes_its_documents_table_and_progress(tmp_path, corpus):
     folder, placed = corpus
     settings = settings_for(tmp_path, folder)

@@ -42,6 +42,14 @@ def timed_ingest(corpus: Path, settings):
     return report, seconds
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat: what the
+    server, the extraction children and this process together cost, on an otherwise idle machine."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def command_seconds(*args: str) -> float:
     """Wall time of `citesum ARGS` in a new process (its exit code is not checked: a usage error exits 2)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", PREFECT_SERVER_ANALYTICS_ENABLED="false")
@@ -80,15 +88,17 @@ def main() -> None:
     embedder = embedder_for(settings)  # loaded before timing, as in a warm worker
     embedder.embed(["warm-up"])
     ensure_writer_limit()  # starts Prefect's temporary server outside the timed runs
+    busy = busy_cpu_seconds()
     cold, cold_s = timed_ingest(args.corpus, settings)
+    cold_cpu = busy_cpu_seconds() - busy
     warm, warm_s = timed_ingest(args.corpus, settings)
     ingest_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
     rows = LanceStore.open(db).chunk_rows(columns=["heading", "text"])
     texts = [embedded_text(r["heading"], r["text"]) for r in rows]  # what ingestion embedded of each chunk
-    started = time.perf_counter()
+    started, busy = time.perf_counter(), busy_cpu_seconds()
     embedder.embed(texts)
-    embed_s = time.perf_counter() - started
+    embed_s, embed_cpu = time.perf_counter() - started, busy_cpu_seconds() - busy
 
     totals = cold.totals()
     figures = {
@@ -100,6 +110,11 @@ def main() -> None:
         "cold_ingest_s": round(cold_s, 1),
         "embed_only_s": round(embed_s, 1),
         "ingest_over_embed": round(cold_s / embed_s, 3),
+        # CPU seconds of the machine: the cold ingest's beyond what embedding alone costs, and the cores it left
+        # idle; with both cores kept busy the ratio cannot go below 1 + (extra / cores + idle) / embed_only_s.
+        "cold_ingest_cpu_s": round(cold_cpu, 1),
+        "embed_only_cpu_s": round(embed_cpu, 1),
+        "cold_ingest_idle_core_s": round((os.cpu_count() or 1) * cold_s - cold_cpu, 1),
         "reingest_s": round(warm_s, 2),
         "reingest_share": round(warm_s / cold_s, 4),
         "reingest_unchanged": warm.totals()["unchanged"],

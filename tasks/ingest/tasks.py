@@ -206,7 +206,8 @@ def write(
     jobs: list[Job], store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot
 ) -> list[DocumentOutcome]:
     """Supersede each document in the store, one commit each, under one hold of the writer slot: taking the
-    slot again right after it was given back waits about 2 s on Prefect's server, per document otherwise.
+    slot often waits about 2 s on Prefect's temporary server, per document otherwise (README, How ingestion
+    works).
 
     A document whose write fails for good is a failed outcome, and the others are still written; an error
     that may pass fails the task, whose retry rewrites the documents already written unchanged.

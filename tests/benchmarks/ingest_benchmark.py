@@ -45,9 +45,8 @@ def timed_ingest(corpus: Path, settings):
 def busy_cpu_seconds() -> float:
     """CPU seconds the whole machine has spent busy (every process, every core), from /proc/stat: what the
     server, the extraction children and this process together cost, on an otherwise idle machine."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, Path("/proc/stat").read_text().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def command_seconds(*args: str) -> float:

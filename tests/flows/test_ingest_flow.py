@@ -205,7 +205,7 @@ def test_embedding_runs_beside_an_extraction_and_the_smallest_document_goes_firs
     long_clause = " ".join(f"Clause {i} obliges the supplier to keep weekly records of its work." for i in range(150))
     sample.services_agreement(folder / "a_long.pdf", extra_clause=long_clause)
     for name in ("b.pdf", "c.pdf", "d.pdf"):
-        sample.services_agreement(folder / name, extra_clause=long_clause[: 40 * len(name)])
+        sample.services_agreement(folder / name, extra_clause=long_clause[:400])
     sample.services_agreement(folder / "e_short.pdf")
     state, report = run(settings_for(tmp_path, folder, workers=1))
     assert state.is_completed() and {o.status for o in report.outcomes} == {"new"}
@@ -216,8 +216,8 @@ def test_embedding_runs_beside_an_extraction_and_the_smallest_document_goes_firs
     spans = {
         step: [(r.start_time, r.end_time, r.name) for r in runs if r.name.startswith(f"{step} ")] for step in STEPS
     }
-    smallest = min(folder.iterdir(), key=lambda p: p.stat().st_size).name
-    assert min(spans["extract"])[2] == f"extract {smallest}", sorted(spans["extract"])
+    assert min(folder.iterdir(), key=lambda p: p.stat().st_size).name == "e_short.pdf"  # last by name
+    assert min(spans["extract"])[2] == "extract e_short.pdf", sorted(spans["extract"])
     overlaps = [
         (e[2], x[2]) for e in spans["embed"] for x in spans["extract"] + spans["chunk"] if e[0] < x[1] and x[0] < e[1]
     ]

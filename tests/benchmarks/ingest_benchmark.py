@@ -49,6 +49,15 @@ def busy_cpu_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds of one process (every thread): this one, or ``pid``'s from /proc (utime + stime)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def command_seconds(*args: str) -> float:
     """Wall time of `citesum ARGS` in a new process (its exit code is not checked: a usage error exits 2)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", PREFECT_SERVER_ANALYTICS_ENABLED="false")
@@ -69,6 +78,7 @@ def start_up_figures(sample: Path) -> dict:
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
+    from citesum.flows.runners import temporary_server
     from citesum.tasks.embed import embedder_for
     from citesum.tasks.records import embedded_text
     from citesum.tasks.settings import Settings
@@ -87,9 +97,12 @@ def main() -> None:
     embedder = embedder_for(settings)  # loaded before timing, as in a warm worker
     embedder.embed(["warm-up"])
     ensure_writer_limit()  # starts Prefect's temporary server outside the timed runs
-    busy = busy_cpu_seconds()
+    server = temporary_server()
+    server_pid = server.server_process.pid if server else None  # None: a lasting server, elsewhere
+    busy, own, served = busy_cpu_seconds(), process_cpu_seconds(), process_cpu_seconds(server_pid) if server else 0.0
     cold, cold_s = timed_ingest(args.corpus, settings)
-    cold_cpu = busy_cpu_seconds() - busy
+    cold_cpu, own = busy_cpu_seconds() - busy, process_cpu_seconds() - own
+    served = process_cpu_seconds(server_pid) - served if server else 0.0
     warm, warm_s = timed_ingest(args.corpus, settings)
     ingest_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -114,6 +127,11 @@ def main() -> None:
         "cold_ingest_cpu_s": round(cold_cpu, 1),
         "embed_only_cpu_s": round(embed_cpu, 1),
         "cold_ingest_idle_core_s": round((os.cpu_count() or 1) * cold_s - cold_cpu, 1),
+        # Of the cold ingest's CPU: this process (the embedding, chunking, Prefect's client), the temporary Prefect
+        # server, and the rest (the extraction children, anything else running).
+        "cold_ingest_cpu_this_process_s": round(own, 1),
+        "cold_ingest_cpu_prefect_server_s": round(served, 1),
+        "cold_ingest_cpu_rest_s": round(cold_cpu - own - served, 1),
         "reingest_s": round(warm_s, 2),
         "reingest_share": round(warm_s / cold_s, 4),
         "reingest_unchanged": warm.totals()["unchanged"],

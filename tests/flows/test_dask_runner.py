@@ -145,7 +145,8 @@ def test_temporary_local_cluster_stores_what_threads_store(by_threads, folder, t
 
 
 def test_runner_settings_become_task_runners():
-    assert task_runner_for(Settings(workers=3)) == ThreadPoolTaskRunner(max_workers=3)
+    # A thread each for the 3 documents being prepared, the embedding and the writing.
+    assert task_runner_for(Settings(workers=3)) == ThreadPoolTaskRunner(max_workers=5)
     assert task_runner_for(Settings(workers=3, runner="dask")) == DaskTaskRunner(
         cluster_kwargs={"n_workers": 3, "processes": True, "threads_per_worker": 1}
     )

@@ -66,7 +66,7 @@ def one_on_a_worker() -> list[tuple[int, bool]]:
 
 
 @pytest.mark.parametrize("deployment", ["reindex", "ingest-upload"])
-def test_a_served_run_has_as_many_threads_as_its_workers_setting(deployment):
+def test_a_served_run_has_threads_for_its_workers_setting(deployment):
     runner = served_ingest(deployment).task_runner
     state = three_at_once.with_options(task_runner=runner)(return_state=True)
     assert state.is_completed(), state.result(raise_on_failure=False)
@@ -83,7 +83,7 @@ def test_a_served_run_builds_the_dask_runner_its_settings_name(monkeypatch):
     monkeypatch.delenv("CITESUM_RUNNER")
     assert runner.configured() == DaskTaskRunner(address="tcp://scheduler.internal:8786")
     monkeypatch.setenv("CITESUM_RUNNER", "threads")
-    assert runner.configured() == ThreadPoolTaskRunner(max_workers=3)
+    assert runner.configured() == ThreadPoolTaskRunner(max_workers=5)  # 3 workers, the embedding, the writing
 
 
 def test_a_served_dask_run_starts_workers_that_may_spawn_extraction(monkeypatch, request):

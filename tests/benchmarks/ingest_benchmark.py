@@ -10,6 +10,8 @@ Prints, from one run:
   embedding-only pass, which runs in the same process and would otherwise count)
 - the wall time of a usage error (target < 1 s) and of `citesum ingest` of the unchanged sample
   corpus (target < 5 s), each a new process as a user starts it
+- the machine's busy CPU seconds of the cold ingest (split into this process, Prefect's temporary server and the
+  rest) and of the embedding alone, and the core-seconds the cold ingest left idle
 - with --torch, the cold ingest of the same PDFs with the torch backend, for comparison
 """
 
@@ -122,8 +124,9 @@ def main() -> None:
         "cold_ingest_s": round(cold_s, 1),
         "embed_only_s": round(embed_s, 1),
         "ingest_over_embed": round(cold_s / embed_s, 3),
-        # CPU seconds of the machine: the cold ingest's beyond what embedding alone costs, and the cores it left
-        # idle; with both cores kept busy the ratio cannot go below 1 + (extra / cores + idle) / embed_only_s.
+        # CPU seconds of the machine, the cold ingest's and the embedding's alone (the difference is the extra), and
+        # the core-seconds the ingest left idle: the ratio is 1 + (extra + idle) / cores / embed_only_s, so with no idle core it cannot
+        # go below 1 + extra / cores / embed_only_s.
         "cold_ingest_cpu_s": round(cold_cpu, 1),
         "embed_only_cpu_s": round(embed_cpu, 1),
         "cold_ingest_idle_core_s": round((os.cpu_count() or 1) * cold_s - cold_cpu, 1),

@@ -79,6 +79,16 @@ def test_answer_in_evidence_matches_figures_without_formatting():
     assert not answer_in(None, evidence)
 
 
+def test_answer_in_evidence_takes_whole_numbers_and_words_only():
+    # A substring test found the answer "5" in "2015" and "15", and "Yes" in "Yesterday".
+    text = "Yesterday the 2015 plan listed 15 sites and 1,577 machines."
+    evidence = label([(candidate("a.pdf", (4, 4), 1, text), 1.0, {})])
+    assert not answer_in("5", evidence)
+    assert not answer_in("Yes", evidence)
+    assert answer_in("15", evidence)
+    assert answer_in("1577", evidence)
+
+
 def result(first: int | None, recall: float, evidence_hit: bool, dense: int | None, **kw) -> QuestionResult:
     fields = dict(id="q", source="s", kind="k", answerable=True, first_final=first, answer_in_evidence=False)
     fields |= kw

@@ -8,8 +8,9 @@ Each question is answered from its own document(s) only. What is measured:
 - evidence hit@N (N = ``settings.summarize.evidence``): the same as hit@k for the reranker's selection;
 - MRR: reciprocal rank of the first correct chunk in the *final* order, which is the reranked
   evidence (c1..cN) followed by the remaining candidates in fused order; 0 when none is correct;
-- answer in evidence: the share of questions whose answer string (normalised) occurs in the
-  selected evidence's text;
+- answer in evidence: the share of questions whose answer is in the selected evidence's text, by
+  the rule the summary evaluation's "answer found" uses (``answers.answer_found``: whole words,
+  figures as numbers);
 - the dense-only baseline in the same run: top N and top 50 of plain vector search within the
   document(s), scored as evidence hit@N and hit@50;
 - latency per question: embedding the question, hybrid retrieval and reranking (median, p90).
@@ -21,7 +22,6 @@ excluded from every hit metric and counted apart as ``unanswerable``.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,10 +32,10 @@ from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.answers import answer_found
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 from citesum.tasks.summarize.rerank import Reranker
 from citesum.tasks.summarize.retrieve import dense_candidates, retrieve
-from citesum.tasks.text import normalize_space
 
 CUTOFFS = (5, 10, 20, 50)
 DENSE_BASELINE_DEPTH = 50
@@ -144,29 +144,9 @@ def final_order(evidence: Sequence[Evidence], candidates: Sequence[Candidate]) -
     return chosen + [c for c in candidates if c.chunk.chunk_id not in ids]
 
 
-_NUMBER_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3})")
-
-
-def normalise(text: str) -> str:
-    """Lower case, single spaces, no thousands separators: "1,577" and "1577" match."""
-    return normalize_space(_NUMBER_SEPARATOR.sub("", text.lower()))
-
-
-def answer_forms(answer: str) -> set[str]:
-    """The answer and, for a figure such as "$1577.00" or "24.3%", its bare number ("1577", "24.3")."""
-    plain = normalise(answer).strip(" .")
-    forms = {plain}
-    number = plain.lstrip("$").rstrip("%").strip()
-    if re.fullmatch(r"-?\d+(\.\d+)?", number):
-        forms.add(re.sub(r"\.0+$", "", number))
-    return {f for f in forms if f}
-
-
 def answer_in(answer: str | None, evidence: Sequence[Evidence]) -> bool:
-    if not answer:
-        return False
-    text = normalise(" ".join(e.candidate.chunk.text for e in evidence))
-    return any(form in text for form in answer_forms(answer))
+    """The answer is in the evidence's text, as ``answer_found`` finds it in a summary."""
+    return answer_found(answer, "\n".join(e.candidate.chunk.text for e in evidence))
 
 
 def run_question(

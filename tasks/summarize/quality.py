@@ -31,8 +31,6 @@ evidence.". A row that names a document but no page is in neither group.
 
 from __future__ import annotations
 
-import ast
-import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +42,7 @@ from citesum.tasks import injection
 from citesum.tasks.embed import Embedder
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.summarize.answers import answer_found, figure
 from citesum.tasks.summarize.evaluate import Question, cell, first_correct, percentile, provenance
 from citesum.tasks.summarize.evidence import Citation, Evidence
 from citesum.tasks.summarize.rerank import Reranker
@@ -157,68 +156,6 @@ def repeated_sentences(claims: Sequence[Claim]) -> int:
     """Sentences equal (case and spacing aside) to an earlier sentence of the same summary."""
     texts = [normalize_space(c.text).lower() for c in claims]
     return len(texts) - len(set(texts))
-
-
-_FIGURE = re.compile(r"[-+]?\$?\s*(\d[\d,]*(?:\.\d+)?|\.\d+)\s*%?")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?|(?<![\w.])\.\d+")
-
-
-def figure(answer: str) -> float | None:
-    """The value of an answer that is a figure ("$1577.00", "24.3%", "-3.7", "1,577"), else None."""
-    match = _FIGURE.fullmatch(answer.strip().rstrip("."))
-    if not match:
-        return None
-    value = float(match.group(1).replace(",", ""))
-    return -value if answer.strip().startswith("-") else value
-
-
-def _decimals(number: str) -> int:
-    return len(number.split(".")[1]) if "." in number else 0
-
-
-def _figure_in(answer: str, text: str) -> bool:
-    """A number of the text equals the figure, or rounds to it at the figure's precision ("24.26" ~ 24.2587)."""
-    value = figure(answer)
-    digits = _decimals(_FIGURE.fullmatch(answer.strip().rstrip(".")).group(1))
-    for raw in _NUMBER.findall(text):
-        number = float(raw.replace(",", ""))
-        for candidate in (number, -number) if value < 0 else (number,):
-            if candidate == value or round(candidate, digits) == value:
-                return True
-    return False
-
-
-def _plain(text: str) -> str:
-    """Lower case, letters and digits only, single spaces, padded: whole-word containment by ``in``."""
-    return f" {' '.join(w.lower() for w in words(text.replace(',', '')))} "
-
-
-def answer_items(answer: str) -> list[str]:
-    """A list answer ("['UK', 'Israel']") as its items; any other answer as itself."""
-    text = answer.strip()
-    if text.startswith("[") and text.endswith("]"):
-        try:
-            items = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            items = None
-        if isinstance(items, list) and items:
-            return [str(item) for item in items]
-    return [text]
-
-
-def answer_found(answer: str | None, text: str) -> bool:
-    """Every item of the answer is in the text: a figure as a number (formatting and rounding aside),
-    anything else as whole words, case, punctuation and thousands separators aside."""
-    if not answer or not answer.strip():
-        return False
-    plain = _plain(text)
-    for item in answer_items(answer):
-        if figure(item) is not None:
-            if not _figure_in(item, text):
-                return False
-        elif _plain(item).strip() == "" or _plain(item) not in plain:
-            return False
-    return True
 
 
 def is_short_answer(question: Question) -> bool:

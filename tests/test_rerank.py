@@ -55,7 +55,8 @@ def test_evidence_is_a_labelled_subset_of_the_candidates(reranker, embedder):
     assert all(e.candidate in candidates for e in evidence)
     assert len({e.chunk_id for e in evidence}) == 3
     assert {e.candidate.chunk.text for e in evidence[:2]} == set(TEXTS[:2])  # the two about capital expenditure
-    assert set(evidence[0].signals) == {"dense", "lexical", "heading", "fusion"}  # sentence is off by default
+    # sentence is off by default; the question asks for a quantity ("how much"), so the table signal is on
+    assert set(evidence[0].signals) == {"dense", "lexical", "heading", "fusion", "table"}
 
 
 def test_fewer_candidates_than_asked_and_none(reranker, embedder):
@@ -95,6 +96,22 @@ def test_check_subset_rejects_repeats_bad_labels_and_too_many(embedder):
     evidence = label([(candidates[0], 1.0, {}), (candidates[1], 0.5, {})])
     with pytest.raises(RerankError, match="label"):
         check_subset([evidence[1], evidence[0]], candidates, 3)
+
+
+def test_a_question_asking_for_a_quantity_prefers_a_table_chunk(embedder):
+    # Candidate 1 is off topic, 2 says it in prose, 3 is the table holding the figure: their keywords tie.
+    prose = "Total debt rose in 2018 as the company issued new notes to fund acquisitions."
+    table = "(Millions) | 2018 | 2017\nTotal debt | 14,622 | 13,949\nLess: cash | 3,270 | 4,156"
+    candidates = candidates_of(embedder, [TEXTS[3], prose, table, *TEXTS[4:]])
+    reranker = LocalReranker(embedder)
+
+    def first(question: str, rr: LocalReranker = reranker) -> str:
+        return rr.rerank(question, candidates, 3)[0].candidate.chunk.text
+
+    assert first("What was the total debt in 2018?") == table
+    assert first("What was the total debt in 2018?", LocalReranker(embedder, LocalWeights(table=0.0))) == prose
+    assert first("Why did debt change in 2018?") == prose  # no quantity asked: no table signal
+    assert "table" not in reranker.rerank("Why did debt change in 2018?", candidates, 1)[0].signals
 
 
 def test_near_duplicates_are_dropped(reranker, embedder):

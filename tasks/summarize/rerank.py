@@ -7,8 +7,9 @@ candidates it was given (``check_subset`` enforces it for every implementation a
 ``LocalReranker`` (the default) needs no model beyond the embedding model, and no model call at all
 with its default weights (the question's vector comes from retrieval's cache). Each candidate gets
 signals, min-max normalised over the candidate set: its retrieval rank (``fusion``), the IDF-weighted
-share of the question's keywords in its text (``lexical``) and heading path (``heading``), its cosine
-with the question (``dense``), and optionally its best sentence's cosine (``sentence``, which embeds
+share of the question's keywords in its text (``lexical``) and heading path (``heading``), for a
+question asking for a quantity whether it holds table rows (``table``), its cosine with the question
+(``dense``), and optionally its best sentence's cosine (``sentence``, which embeds
 the sentences of the ``sentence_pool`` best candidates, cached by text). Relevance is their weighted
 mean; candidates whose word sets nearly repeat a better one's (Jaccard >= 0.8) are dropped; then MMR
 (lambda 0.9, redundancy = cosine of chunk vectors) picks k.
@@ -41,6 +42,26 @@ dense and full-text ranks over {0.25 .. 1} reaches at most .814 / .870 or .797 /
 signal (the question's "Figure 1" or "Table 2" named in the chunk's text) adds one MMLB question
 (.877); the question's "page 2" cannot be matched to a chunk, since questions name the printed page
 label (page 2 is the PDF's page 6 in one document, page 1 its page 4 in another).
+Then the table signal (2026-12-02, the stores of 06a74d9 with tables as rows, each question's 50
+candidates cached; ``retrieve.asks_for_quantity`` decides the question kind). Most figures a question
+asks for sit in statements and other tables, which the fused order ranked 9th to 14th in most of
+MMLongBench-Doc's Best Buy ratio questions. Evidence hit@8 and MRR (final order), FinanceBench / MMLongBench:
+
+| table weight | FB hit@8 | FB MRR | MMLB hit@8 | MMLB MRR |
+|---|---|---|---|---|
+| 0 (before) | .814 | .563 | .883 | .621 |
+| 0.25 | .847 | .583 | .889 | .616 |
+| 0.375 (chosen) | .847 | .590 | .907 | .615 |
+| 0.5 | .831 | .591 | .914 | .613 |
+| 0.75 / 1.0 | .831 / .831 | .599 / .564 | .901 / .889 | .608 / .596 |
+
+The same with the signal "holds at least 3 or 5 rows" or "share of its lines that are rows": the same
+figures within one question. The question's keywords in a row's label instead of "holds rows": at
+best .847 / .877 or .831 / .895. Summaries written from the 0.375 evidence (``citesum eval
+--summaries``' figures on the same cache): cited-page precision .272 -> .281 and .382 -> .386, gold-page
+recall .729 -> .746 and .747 -> .741, answer found .048 -> .095 and .241 -> .241; at 0.5 MMLongBench's
+recall fell to .728. Also tried as signals, none better than before: a "Figure 2" or "Table 1" the
+question names found in the chunk, the question's years in the chunk, its dates ("January 28, 2023").
 The best-sentence signal cost about 1.2 s per question here (pool of 8, load average 4) for no gain,
 so it is off.
 MMR at 0.9 costs one FinanceBench question against no MMR; it is kept so that the synthesizer is
@@ -62,8 +83,8 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.summarize.evidence import Candidate, Evidence
-from citesum.tasks.summarize.retrieve import embed_queries, keyword_query, one_torch_thread
-from citesum.tasks.text import evidence_label, sentences, words
+from citesum.tasks.summarize.retrieve import asks_for_quantity, embed_queries, keyword_query, one_torch_thread
+from citesum.tasks.text import evidence_label, sentences, table_rows, words
 
 
 class Reranker(Protocol):
@@ -149,6 +170,7 @@ class LocalWeights:
     fusion: float = 1.0  # the retrieval rank, as 1 / sqrt(rank): the strongest single signal measured
     lexical: float = 0.5  # share of the question's keywords (IDF over the candidates) in the text
     heading: float = 0.5  # the same in the heading path ("... > Consolidated Balance Sheets")
+    table: float = 0.375  # for a question asking for a quantity: the chunk holds table rows (0 or 1)
     dense: float = 0.0  # cosine of question and chunk: already inside the fusion; added nothing measured
     sentence: float = 0.0  # cosine of question and best sentence: cost latency, lost on FinanceBench; off
     mmr_lambda: float = 0.9  # relevance against redundancy in MMR (1 = no diversity)
@@ -192,6 +214,8 @@ class LocalReranker:
             "heading": np.array([coverage(query, idf, set(terms(c.chunk.heading))) for c in candidates]),
             "dense": np.array([float(c.vector @ qv) if c.vector is not None else 0.0 for c in candidates]),
         }
+        if asks_for_quantity(question):  # its answer is a figure, and statements and tables hold most figures
+            found["table"] = np.array([float(bool(table_rows(c.chunk.text))) for c in candidates])
         if self.weights.sentence > 0:  # the only signal that needs the model per candidate
             found["sentence"] = self.best_sentence(qv, candidates, self.relevance(found))
         return found

@@ -96,6 +96,19 @@ def keyword_query(question: str) -> str:
     return " ".join(dict.fromkeys(kept))  # first occurrence order, no repeats
 
 
+# A question asking for a quantity: answered by a figure, so a figure and a table row are signals for it.
+_QUANTITY = re.compile(
+    r"\bhow (much|many|long|old|far|large|big)\b|\b(amount|ratio|rate|percent(age)?|number of|total|average|sum|count)\b"
+    r"|%|\bin (usd|\$|dollars|millions|billions|thousands|percent)\b|\bround\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_quantity(question: str) -> bool:
+    """True for "how many ...", "what ratio ...", "... in millions", "round ...": the answer is a figure."""
+    return _QUANTITY.search(question) is not None
+
+
 def document_filter(document_ids: Sequence[str] | None) -> str | None:
     """SQL prefilter on document ids; None = the whole store."""
     if document_ids is None:

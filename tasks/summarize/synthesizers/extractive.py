@@ -3,7 +3,7 @@
 It never writes text of its own. Each sentence of the evidence gets a relevance to the
 instruction: its cosine with it, the share of the instruction's keywords it holds (IDF
 over the sentences, as the reranker weighs chunks) and its chunk's rerank score, in equal
-parts; when the instruction asks for a quantity (``QUANTITY``: "how many", "what ratio",
+parts; when the instruction asks for a quantity (``asks_for_quantity``: "how many", "what ratio",
 "in millions", "round ..."), holding a figure (a number other than a year) is a fourth equal
 part. Sentences far less relevant than the best are left out. A piece under ``MIN_WORDS``
 is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
@@ -97,7 +97,6 @@ reranker's order did. Lead keeps a recall lead from chunks with no statement-lik
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -106,7 +105,7 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.rerank import coverage, local_idf, terms
-from citesum.tasks.summarize.retrieve import keyword_query
+from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import normalize_space, sentences, split_sentences, table_rows, tokens
@@ -119,12 +118,6 @@ COVER_COSINE = 0.7  # share of the best sentence's cosine a chunk's best sentenc
 EXTRA = 2  # sentences taken after those, by relevance alone
 REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
 RELEVANCE_FLOOR = 0.5  # share of the best sentence's relevance a sentence needs to be kept
-# An instruction asking for a quantity: then holding a figure (a number other than a year) is a relevance signal.
-QUANTITY = re.compile(
-    r"\bhow (much|many|long|old|far|large|big)\b|\b(amount|ratio|rate|percent(age)?|number of|total|average|sum|count)\b"
-    r"|%|\bin (usd|\$|dollars|millions|billions|thousands|percent)\b|\bround\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -251,7 +244,7 @@ def sentence_relevance(instruction: str, pool: Sequence[_Sentence], cosine: np.n
     idf = local_idf(query, held)
     keywords = np.array([coverage(query, idf, t) for t in held])
     prior = np.array([s.prior for s in pool])
-    if not QUANTITY.search(instruction):
+    if not asks_for_quantity(instruction):
         return (own + keywords + prior) / 3
     figures = np.array([holds_figure(s.text) for s in pool], float)
     return (own + keywords + prior + figures) / 4

@@ -6,7 +6,7 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, evidence_sentences
 from citesum.tasks.summarize.validate import validate
 from citesum.tasks.text import normalize_space
-from tests.summary_fixtures import evidence
+from tests.summary_fixtures import evidence, evidence_of
 
 TERMINATION = (
     "12.1 Either party may terminate this Agreement for convenience on ninety days' written notice. "
@@ -126,3 +126,26 @@ def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder)
         SynthesisRequest("How can the Agreement be terminated?", tuple(evidence(chunk)), max_sentences=5)
     )
     assert len(draft.sentences) == 3, draft.raw
+
+
+def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedder):
+    # The second chunk's one sentence is about the term, not termination: its cosine with the question is
+    # about 0.72 of the best sentence's, under the cover cosine (0.75), and the first chunk's sentences are
+    # more relevant extras, so it is not quoted.
+    termination = (
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination for convenience must be signed by an officer of the terminating party. "
+        "Termination for convenience takes effect at the end of the notice period. "
+        "The terminating party must confirm the termination date in its notice."
+    )
+    term = "The term of the Agreement is three years from the Effective Date."
+    ev = (
+        evidence_of("c1", termination, pages=(1, 1), score=1.0),
+        evidence_of("c2", term, pages=(2, 2), score=0.5),
+        evidence_of("c3", WEATHER, pages=(3, 3), score=0.0),
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How can the Agreement be terminated?", ev, max_sentences=5)
+    )
+    assert draft.sentences, draft.raw
+    assert {c for s in draft.sentences for c in s.citations} == {"c1"}, draft.raw

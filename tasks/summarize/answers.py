@@ -48,7 +48,7 @@ def _plain(text: str) -> str:
     return f" {' '.join(w.lower() for w in words(text.replace(',', '')))} "
 
 
-def answer_items(answer: str) -> list[str]:
+def _answer_items(answer: str) -> list[str]:
     """A list answer ("['UK', 'Israel']") as its items; any other answer as itself."""
     text = answer.strip()
     if text.startswith("[") and text.endswith("]"):
@@ -67,7 +67,7 @@ def answer_found(answer: str | None, text: str) -> bool:
     if not answer or not answer.strip():
         return False
     plain = _plain(text)
-    for item in answer_items(answer):
+    for item in _answer_items(answer):
         if figure(item) is not None:
             if not _figure_in(item, text):
                 return False

@@ -149,3 +149,23 @@ def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedde
     )
     assert draft.sentences, draft.raw
     assert {c for s in draft.sentences for c in s.citations} == {"c1"}, draft.raw
+
+
+def test_the_best_matching_sentence_is_quoted_even_from_the_last_evidence_chunk(embedder):
+    # The reranker put the one chunk that states the notice period last: the first chunks' sentences on
+    # termination in general are more relevant once their chunks' scores count, yet the answer is quoted.
+    texts = (
+        "Termination of this Agreement ends every licence granted under it. On termination the Customer shall "
+        "stop using the Software and return its copies. Termination rights of the Customer are set out in this clause.",
+        "Termination for breach requires a written notice describing the breach in detail.",
+        "The Supplier may suspend the services while an invoice stays unpaid after termination.",
+        "Obligations of confidentiality survive the termination of this Agreement for five years.",
+        "Notices under this Agreement are given in writing to the addresses in the order form.",
+        "Either party may terminate this Agreement for convenience on ninety days' written notice.",
+    )
+    ev = [evidence_of(f"c{i}", t, pages=(i, i), score=1.0 - 0.15 * (i - 1)) for i, t in enumerate(texts, 1)]
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("What is the notice period for termination for convenience?", tuple(ev), max_sentences=5)
+    )
+    assert (texts[-1], ("c6",)) in [(s.text, s.citations) for s in draft.sentences], draft.raw
+    assert len(draft.sentences) <= 5

@@ -7,8 +7,10 @@ parts; when the instruction asks for a quantity (``asks_for_quantity``: "how man
 "in millions", "round ..."), holding a figure (a number other than a year) is a fourth equal
 part. Sentences far less relevant than the best are left out. A piece under ``MIN_WORDS``
 is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
-"Little Rock AR01 2." for "the market name for code AR01"). The summary then takes the
-best sentence of each of the first ``COVER`` evidence chunks, in rank order, when its own
+"Little Rock AR01 2." for "the market name for code AR01"). The summary first takes the
+evidence's best match to the instruction, judged sentence by sentence (the same parts less
+its chunk's score: an answer in a chunk the reranker ranked low is still quoted), then the
+best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
 each sentence cites the chunk it came from. A sentence over ``MAX_WORDS`` (common in
@@ -101,6 +103,28 @@ chunks among the first four), first 4 + 2 (the same three figures, lead beside e
 0.75 raises citesum's precision on both sets and loses no recall or answer; above it recall falls.
 "4 + 3" would put citesum's precision 10 points ahead of lead's on both sets, mostly by lengthening
 lead into lower-ranked chunks, while lead's recall pulls further ahead: not taken.
+
+Then the best match first (2026-12-02, fresh stores of both sets ingested at d811ecb on a machine
+without AMX, so OpenVINO ran fp32; each question's evidence cached; the same three figures, lead
+beside each; LexRank's answer found .048 and .154 in every row). Before it, a sentence stating the
+answer in the 5th to 8th chunk lost to its chunk's low score: "Effective income tax rate: 2023
+20.7 %" had the evidence's best cosine with "What is effective tax ratio of Best Buy ...?" and
+ranked 5th by relevance; "The goodwill balance was $1,383 million as of January 28, 2023" 7th:
+
+| selection | FinanceBench (lead) | MMLongBench-Doc (lead) |
+|---|---|---|
+| before (first 4 + 2, cover cosine 0.75) | .290 / .729 / .095 (.193 / .763 / .000) | .398 / .741 / .241 (.295 / .765 / .142) |
+| best match by its own relevance, covering its chunk (chosen) | .283 / .729 / .095 (.191 / .763 / .000) | .399 / .759 / .241 (.294 / .778 / .148) |
+| the same, its chunk still giving a cover sentence | .287 / .729 / .095 (.184 / .763 / .000) | .406 / .759 / .247 (.289 / .784 / .148) |
+| best match by cosine alone, its chunk still giving one | .290 / .729 / .095 (.184 / .763 / .000) | .396 / .753 / .253 (.286 / .784 / .148) |
+| before, rows of a table never near-repeats of one another | .281 / .729 / .095 (.193 / .763 / .000) | .398 / .741 / .241 (.295 / .765 / .142) |
+
+The chosen row quotes the same best match in a shorter summary (4.6 and 4.3 sentences; the other two
+4.8 and 4.5), and a summary of one chunk still quotes its best sentence and two more. The other rows
+gain their precision mostly by one more sentence from the first chunk, which lengthens lead too. The
+last row came from "how many Domestic stores ...?", whose "Total Domestic segment stores" row was left
+out as a near-repeat (cosine 0.91) of the "Total International segment stores" row: rows share their
+column names, but exempting them cost FinanceBench precision and found no more answers.
 
 Centrality (LexRank's idea) drew the summary to sentences that repeat the evidence's common
 theme, not to the answer: dropping it lost nothing. Covering the first chunks trades some
@@ -222,7 +246,9 @@ class ExtractiveSynthesizer:
     def _select(
         self, instruction: str, pool: list[_Sentence], limit: int, cover: Sequence[str] = ()
     ) -> list[_Sentence]:
-        """Up to ``limit`` sentences: the best of each chunk in ``cover`` first, then ``EXTRA`` by relevance."""
+        """Up to ``limit`` sentences. With ``cover`` (a query's or topic's evidence in rank order): the best match
+        to the instruction judged sentence by sentence (its chunk's rank aside), the best of each chunk in
+        ``cover``, then ``EXTRA`` more by relevance. Without (merging points): by relevance alone."""
         if not pool:
             return []
         vectors = self._embedder.embed([instruction] + [s.text for s in pool])
@@ -235,7 +261,13 @@ class ExtractiveSynthesizer:
         relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
         picked: list[int] = []
-        for label in cover[:limit]:
+        if cover:  # the evidence's best match to the question, wherever the reranker put its chunk
+            picked.append(int(np.argmax(sentence_relevance(instruction, pool, cosine, with_prior=False))))
+        for label in cover:
+            if len(picked) >= limit:
+                break
+            if any(pool[i].citations[0] == label for i in picked):
+                continue  # the best match covers its chunk
             of_chunk = (i for i in ranked if pool[i].citations[0] == label and near[i])
             if (best := next((i for i in of_chunk if _fresh(i, picked, similarity)), None)) is not None:
                 picked.append(best)
@@ -250,20 +282,23 @@ class ExtractiveSynthesizer:
         return sorted((pool[i] for i in picked), key=lambda s: s.order)
 
 
-def sentence_relevance(instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray) -> np.ndarray:
+def sentence_relevance(
+    instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray, *, with_prior: bool = True
+) -> np.ndarray:
     """Equal parts: cosine with the instruction (clipped at 0, scaled to the best), its keywords held, the
-    chunk's score, and, when the instruction asks for a quantity, whether it holds a figure. A negative
-    cosine is no relevance, and would turn the floor upside down."""
+    chunk's score (unless ``with_prior`` is False: the sentence judged on its own), and, when the instruction
+    asks for a quantity, whether it holds a figure. A negative cosine is no relevance, and would turn the floor
+    upside down."""
     own = cosine / max(float(cosine.max()), 1e-6)
     query = list(dict.fromkeys(terms(keyword_query(instruction))))
     held = [set(terms(s.text)) for s in pool]
     idf = local_idf(query, held)
-    keywords = np.array([coverage(query, idf, t) for t in held])
-    prior = np.array([s.prior for s in pool])
-    if not asks_for_quantity(instruction):
-        return (own + keywords + prior) / 3
-    figures = np.array([holds_figure(s.text) for s in pool], float)
-    return (own + keywords + prior + figures) / 4
+    parts = [own, np.array([coverage(query, idf, t) for t in held])]
+    if with_prior:
+        parts.append(np.array([s.prior for s in pool]))
+    if asks_for_quantity(instruction):
+        parts.append(np.array([holds_figure(s.text) for s in pool], float))
+    return sum(parts) / len(parts)
 
 
 def holds_figure(sentence: str) -> bool:

@@ -106,23 +106,30 @@ lead into lower-ranked chunks, while lead's recall pulls further ahead: not take
 
 Then the best match first (2026-12-02, fresh stores of both sets ingested at d811ecb on a machine
 without AMX, so OpenVINO ran fp32; each question's evidence cached; the same three figures, lead
-beside each; LexRank's answer found .048 and .154 in every row). Before it, a sentence stating the
-answer in the 5th to 8th chunk lost to its chunk's low score: "Effective income tax rate: 2023
-20.7 %" had the evidence's best cosine with "What is effective tax ratio of Best Buy ...?" and
-ranked 5th by relevance; "The goodwill balance was $1,383 million as of January 28, 2023" 7th:
+beside each; LexRank's answer found .048 and .154 in every row). Before it, the best sentence of
+a 5th to 8th chunk lost to the first chunk's lesser ones: for "According to table II, which are
+the datasets that has exactly three methods?" the opening of Table II (5th chunk, its gold page)
+ranked 7th by relevance, behind five sentences of the first chunk about tables in general:
 
 | selection | FinanceBench (lead) | MMLongBench-Doc (lead) |
 |---|---|---|
 | before (first 4 + 2, cover cosine 0.75) | .290 / .729 / .095 (.193 / .763 / .000) | .398 / .741 / .241 (.295 / .765 / .142) |
 | best match by its own relevance, covering its chunk (chosen) | .283 / .729 / .095 (.191 / .763 / .000) | .399 / .759 / .241 (.294 / .778 / .148) |
 | the same, its chunk still giving a cover sentence | .287 / .729 / .095 (.184 / .763 / .000) | .406 / .759 / .247 (.289 / .784 / .148) |
-| best match by cosine alone, its chunk still giving one | .290 / .729 / .095 (.184 / .763 / .000) | .396 / .753 / .253 (.286 / .784 / .148) |
+| best match by cosine alone, covering its chunk | .284 / .729 / .095 (.189 / .763 / .000) | .392 / .753 / .247 (.291 / .778 / .148) |
+| the same, its chunk still giving a cover sentence | .290 / .729 / .095 (.184 / .763 / .000) | .396 / .753 / .253 (.286 / .784 / .148) |
 | before, rows of a table never near-repeats of one another | .281 / .729 / .095 (.193 / .763 / .000) | .398 / .741 / .241 (.295 / .765 / .142) |
 
-The chosen row quotes the same best match in a shorter summary (4.6 and 4.3 sentences; the other two
-4.8 and 4.5), and a summary of one chunk still quotes its best sentence and two more. The other rows
-gain their precision mostly by one more sentence from the first chunk, which lengthens lead too. The
-last row came from "how many Domestic stores ...?", whose "Total Domestic segment stores" row was left
+The chosen row cites a gold page in three more MMLongBench-Doc summaries than before (Table II
+above among them), loses none and finds the same answers; on FinanceBench no summary gains or loses
+its gold page, and precision falls .290 -> .283 (lead's .193 -> .191). A summary of one chunk still
+quotes its best sentence and two more. The rows where the best match's chunk still gives a cover sentence gain precision mostly
+by one more sentence from the first chunk (4.8 and 4.5 sentences a summary, against 4.6 and 4.3),
+which lengthens lead too. Cosine alone finds one more answer ("Effective income tax rate: 2023 20.7 %",
+the 5th chunk's row, has the best cosine with "What is effective tax ratio of Best Buy ...?" but
+fewer of its words than the first chunk's "current ratio" sentence), but it drops the keyword and
+figure signals: a one-sentence answer to "How much revenue ...?" would quote the sentence about
+revenue, not the one stating it. The last row came from "how many Domestic stores ...?", whose "Total Domestic segment stores" row was left
 out as a near-repeat (cosine 0.91) of the "Total International segment stores" row: rows share their
 column names, but exempting them cost FinanceBench precision and found no more answers.
 

@@ -108,8 +108,9 @@ Then the best match first (2026-12-02, fresh stores of both sets ingested at d81
 without AMX, so OpenVINO ran fp32; each question's evidence cached; the same three figures, lead
 beside each; LexRank's answer found .048 and .154 in every row). Before it, the best sentence of
 a 5th to 8th chunk lost to the first chunk's lesser ones: for "According to table II, which are
-the datasets that has exactly three methods?" the opening of Table II (5th chunk, its gold page)
-ranked 7th by relevance, behind five sentences of the first chunk about tables in general:
+the datasets that has exactly three methods?" the opening of Table II (5th chunk, pp. 12-13, the
+gold page 13) ranked 7th by relevance, behind five sentences of the first chunk about tables in
+general and one of the second:
 
 | selection | FinanceBench (lead) | MMLongBench-Doc (lead) |
 |---|---|---|
@@ -123,13 +124,14 @@ ranked 7th by relevance, behind five sentences of the first chunk about tables i
 The chosen row cites a gold page in three more MMLongBench-Doc summaries than before (Table II
 above among them), loses none and finds the same answers; on FinanceBench no summary gains or loses
 its gold page, and precision falls .290 -> .283 (lead's .193 -> .191). A summary of one chunk still
-quotes its best sentence and two more. The rows where the best match's chunk still gives a cover sentence gain precision mostly
-by one more sentence from the first chunk (4.8 and 4.5 sentences a summary, against 4.6 and 4.3),
-which lengthens lead too. Cosine alone finds one more answer ("Effective income tax rate: 2023 20.7 %",
+quotes its best sentence and two more. The rows where the best match's chunk still gives a cover
+sentence gain precision mostly by one more sentence from the first chunk (4.8 and 4.5 sentences a
+summary, against 4.6 and 4.3), which lengthens lead too. Cosine alone finds one more answer ("Effective income tax rate: 2023 20.7 %",
 the 5th chunk's row, has the best cosine with "What is effective tax ratio of Best Buy ...?" but
 fewer of its words than the first chunk's "current ratio" sentence), but it drops the keyword and
 figure signals: a one-sentence answer to "How much revenue ...?" would quote the sentence about
-revenue, not the one stating it. The last row came from "how many Domestic stores ...?", whose "Total Domestic segment stores" row was left
+revenue, not the one stating it. The last row came from "how many Domestic stores ...?", whose
+"Total Domestic segment stores" row was left
 out as a near-repeat (cosine 0.91) of the "Total International segment stores" row: rows share their
 column names, but exempting them cost FinanceBench precision and found no more answers. Also measured then and left
 out: a blank line between a chunk's blocks ending a sentence (unless a lower-case word follows), for this

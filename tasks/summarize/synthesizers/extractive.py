@@ -121,26 +121,27 @@ general and one of the second:
 | the same, its chunk still giving a cover sentence | .290 / .729 / .095 (.184 / .763 / .000) | .396 / .753 / .253 (.286 / .784 / .148) |
 | before, rows of a table never near-repeats of one another | .281 / .729 / .095 (.193 / .763 / .000) | .398 / .741 / .241 (.295 / .765 / .142) |
 
-The chosen row cites a gold page in three more MMLongBench-Doc summaries than before (Table II
-above among them), loses none and finds the same answers; on FinanceBench no summary gains or loses
-its gold page, and precision falls .290 -> .283 (lead's .193 -> .191). A summary of one chunk still
+The chosen row cites a gold page in three more MMLongBench-Doc summaries than before (Table II above
+among them), loses none and finds the same answers; on FinanceBench no summary gains or loses its
+gold page, and precision falls .290 -> .283 (lead's .193 -> .191). A summary of one chunk still
 quotes its best sentence and two more. The rows where the best match's chunk still gives a cover
 sentence gain precision mostly by one more sentence from the first chunk (4.8 and 4.5 sentences a
-summary, against 4.6 and 4.3), which lengthens lead too. Cosine alone finds one more answer ("Effective income tax rate: 2023 20.7 %",
-the 5th chunk's row, has the best cosine with "What is effective tax ratio of Best Buy ...?" but
-fewer of its words than the first chunk's "current ratio" sentence), but it drops the keyword and
-figure signals: a one-sentence answer to "How much revenue ...?" would quote the sentence about
-revenue, not the one stating it. The last row came from "how many Domestic stores ...?", whose
-"Total Domestic segment stores" row was left
-out as a near-repeat (cosine 0.91) of the "Total International segment stores" row: rows share their
-column names, but exempting them cost FinanceBench precision and found no more answers. Also measured then and left
-out: a blank line between a chunk's blocks ending a sentence (unless a lower-case word follows), for this
-synthesizer and both baselines, so that a caption or the lines of a table not recognised as one (the
-sample agreement's fee schedule) are not quoted with the next paragraph's first sentence: precision
-.294 and .411, recall .729 and .747, but MMLongBench-Doc's answer found fell to .204 (LexRank .123,
-lead .080), its answers being short blocks ("Produced by:" / "Florida Department of Health") that the
-merge had joined into one quotable piece; and a sentence repeated in several evidence chunks citing
-each of them (.283 and .395 precision, recall the same).
+summary, against 4.6 and 4.3), which lengthens lead too. Cosine alone finds one more answer
+("Effective income tax rate: 2023 20.7 %", the 5th chunk's row, has the best cosine with "What is
+effective tax ratio of Best Buy ...?" but fewer of its words than the first chunk's "current ratio"
+sentence), but it drops the keyword and figure signals: a one-sentence answer to "How much revenue
+...?" would quote the sentence about revenue, not the one stating it.
+
+The last row came from "how many Domestic stores ...?", whose "Total Domestic segment stores" row
+was left out as a near-repeat (cosine 0.91) of the "Total International segment stores" row: rows
+share their column names, but exempting them cost FinanceBench precision and found no more answers.
+Also measured then and left out: a blank line between a chunk's blocks ending a sentence (unless a
+lower-case word follows), for this synthesizer and both baselines, so that a caption or the lines of
+a table not recognised as one (the sample agreement's fee schedule) are not quoted with the next
+paragraph's first sentence: precision .294 and .411, recall .729 and .747, but MMLongBench-Doc's
+answer found fell to .204 (LexRank .123, lead .080), its answers being short blocks ("Produced by:"
+/ "Florida Department of Health") that the merge had joined into one quotable piece; and a sentence
+repeated in several evidence chunks citing each of them (.283 and .395 precision, recall the same).
 
 Centrality (LexRank's idea) drew the summary to sentences that repeat the evidence's common
 theme, not to the answer: dropping it lost nothing. Covering the first chunks trades some

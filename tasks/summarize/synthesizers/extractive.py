@@ -272,14 +272,15 @@ class ExtractiveSynthesizer:
         query, rows = vectors[0], vectors[1:]
         similarity = rows @ rows.T
         cosine = np.clip(rows @ query, 0.0, None)
-        relevance = sentence_relevance(instruction, pool, cosine)
+        parts = sentence_parts(instruction, pool, cosine)
+        relevance = _mean([*parts, np.array([s.prior for s in pool])])
         near = cosine >= COVER_COSINE * float(cosine.max())
         # Off-topic sentences of a selected chunk stay out even when the section has room.
         relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
         picked: list[int] = []
         if cover:  # the evidence's best match to the question, wherever the reranker put its chunk
-            picked.append(int(np.argmax(sentence_relevance(instruction, pool, cosine, with_prior=False))))
+            picked.append(int(np.argmax(_mean(parts))))
         for label in cover:
             if len(picked) >= limit:
                 break
@@ -299,22 +300,23 @@ class ExtractiveSynthesizer:
         return sorted((pool[i] for i in picked), key=lambda s: s.order)
 
 
-def sentence_relevance(
-    instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray, *, with_prior: bool = True
-) -> np.ndarray:
-    """Equal parts: cosine with the instruction (clipped at 0, scaled to the best), its keywords held, the
-    chunk's score (unless ``with_prior`` is False: the sentence judged on its own), and, when the instruction
-    asks for a quantity, whether it holds a figure. A negative cosine is no relevance, and would turn the floor
-    upside down."""
+def sentence_parts(instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray) -> list[np.ndarray]:
+    """A sentence's own parts of relevance, each 0..1: its cosine with the instruction (clipped at 0, scaled to
+    the best), the share of the instruction's keywords it holds and, when the instruction asks for a quantity,
+    whether it holds a figure. Its chunk's score is the selection's to add. A negative cosine is no relevance,
+    and would turn the floor upside down."""
     own = cosine / max(float(cosine.max()), 1e-6)
     query = list(dict.fromkeys(terms(keyword_query(instruction))))
     held = [set(terms(s.text)) for s in pool]
     idf = local_idf(query, held)
     parts = [own, np.array([coverage(query, idf, t) for t in held])]
-    if with_prior:
-        parts.append(np.array([s.prior for s in pool]))
     if asks_for_quantity(instruction):
         parts.append(np.array([holds_figure(s.text) for s in pool], float))
+    return parts
+
+
+def _mean(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Equal parts."""
     return sum(parts) / len(parts)
 
 

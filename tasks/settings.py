@@ -25,8 +25,9 @@ PREFIX = "CITESUM_"
 # What the code writes into a stored chunk, beside the settings that shape it: raised when a change to extraction
 # or chunking changes stored chunks, so that stores re-chunk once (part of the fingerprint). 2: a table's header
 # stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading,
-# a currency sign makes no cell of its own.
-CHUNK_FORMAT = 2
+# a currency sign makes no cell of its own. 3: a ruled grid with words beside a figure in each row (a fee schedule)
+# is a table.
+CHUNK_FORMAT = 3
 
 
 def default_cache_dir() -> Path:

@@ -10,7 +10,8 @@ import pytest
 
 from citesum.tasks.ingest.chunk import chunk_document
 from citesum.tasks.ingest.pdf.extract import extract_document
-from citesum.tasks.ingest.pdf.layout import text_blocks
+from citesum.tasks.ingest.pdf.layout import TEXT_FLAGS, text_blocks
+from citesum.tasks.ingest.pdf.tables import ruled_tables
 from citesum.tasks.ingest.sources import source_for
 from citesum.tasks.records import Block, ExtractedDocument, Page, SourceFile
 from citesum.tasks.summarize.evidence import CitedSentence, Draft
@@ -25,6 +26,7 @@ FINANCEBENCH = Path(__file__).resolve().parents[2] / "shared/eval/financebench/p
 needs_financebench = pytest.mark.skipif(not FINANCEBENCH.is_dir(), reason=f"FinanceBench PDFs not at {FINANCEBENCH}")
 MMLONGBENCH = Path(__file__).resolve().parents[2] / "shared/eval/mmlongbench/pdfs"
 needs_mmlongbench = pytest.mark.skipif(not MMLONGBENCH.is_dir(), reason=f"MMLongBench PDFs not at {MMLONGBENCH}")
+TABLE_FIXTURES = Path(__file__).resolve().parents[2] / "shared/eval/robustness/tables"
 
 SIZE = 9
 INCOME = [
@@ -153,6 +155,72 @@ def test_table_detection_can_be_turned_off():
     draw_table(page, INCOME, top=100)
     assert not tables(text_blocks(page, tables=False))
     assert "Net income 9,971 7,386" in " ".join(b.text for b in text_blocks(page, tables=False))
+
+
+FEES = [
+    ("Service", "Billing basis", "Fee (EUR)", "Service level"),
+    ("Managed hosting, production", "per month", "4,500.00", "99.9% availability"),
+    ("Application support", "per month", "2,750.00", "P1 response in 30 minutes"),
+    ("Out-of-hours call-out", "per incident", "300.00", "P1 incidents only"),
+]
+
+
+def draw_grid(page: pymupdf.Page, rows: list[tuple[str, ...]], *, top: float, edges=(72, 222, 307, 382, 523)) -> float:
+    """Rows in a grid of drawn lines, every cell's text at its left edge; returns the y below the grid."""
+    y = top
+    for row in rows:
+        for x, text in zip(edges, row, strict=False):
+            page.insert_text((x + 4, y + 11), text, fontsize=SIZE)
+        y += 16
+    for line in range(len(rows) + 1):
+        page.draw_line((edges[0], top + 16 * line), (edges[-1], top + 16 * line), width=0.6)
+    for x in edges:
+        page.draw_line((x, top), (x, y), width=0.6)
+    return y
+
+
+def test_a_ruled_grid_of_words_and_a_figure_becomes_rows_under_its_header_row():
+    """A contract's fee schedule: one figure a row beside words (the test for aligned figures wants two)."""
+
+    def draw(page):
+        page.insert_text((72, 60), "Table 1: Fee Schedule", fontsize=SIZE)
+        y = draw_grid(page, FEES, top=72)
+        wrapped(page, PROSE, left=72, top=y + 20, width=440)
+
+    blocks = one_page(draw)
+    (table,) = tables(blocks)
+    assert table.text.splitlines() == [" | ".join(row) for row in FEES]
+    assert table.header_rows == 1
+    assert [b.text for b in blocks if not b.table] == ["Table 1: Fee Schedule", PROSE]
+
+
+@pytest.mark.skipif(not (TABLE_FIXTURES / "chinese-tables.pdf").is_file(), reason=f"no {TABLE_FIXTURES}")
+def test_a_ruled_grid_has_the_cells_pymupdf_expects():
+    """PyMuPDF's own fixture: its expected cells (the pickle) for the page's grid of figures. The page's other grid
+    holds no figure but years, so it is no table here."""
+    import pickle
+
+    expected = pickle.loads((TABLE_FIXTURES / "chinese-tables.pickle").read_bytes())["extracts"][1]
+    with pymupdf.open(TABLE_FIXTURES / "chinese-tables.pdf") as doc:
+        page = doc[0]
+        (table,) = ruled_tables(page, page.get_textpage(flags=TEXT_FLAGS))
+    assert [row_cells(line) for line in table.lines] == [[c.replace("\n", "") for c in row] for row in expected]
+    assert table.header_rows == 1
+
+
+def test_a_box_or_a_grid_without_figures_is_no_table():
+    def draw(page):
+        y = wrapped(page, PROSE, left=80, top=90, width=400)
+        page.draw_rect((72, 72, 523, y), width=0.6)  # a boxed note: two vertical lines, no columns
+        draw_grid(
+            page,
+            [("Term", "Meaning", "Where"), ("Charges", "the fees", "Section 5"), ("Term", "the period", "Section 12")],
+            top=y + 30,
+        )
+
+    blocks = one_page(draw)
+    assert not tables(blocks)
+    assert PROSE in [b.text for b in blocks]
 
 
 # --- chunking --------------------------------------------------------------------
@@ -355,6 +423,27 @@ def test_a_row_finding_is_checked_against_its_row():
     assert validate(Draft((good,), ""), texts, verbatim=True).ok
     assert not validate(Draft((wrong,), ""), texts, verbatim=True).ok
     assert not validate(Draft((wrong,), ""), texts, verbatim=False).ok
+
+
+def test_a_fee_schedule_in_a_grid_is_quoted_by_its_row(tmp_path, embedder):
+    """Extracted, chunked and summarized: the row that answers, not the grid run into the next paragraph."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 60), "Table 1: Fee Schedule", fontsize=SIZE)
+    y = draw_grid(page, FEES, top=72)
+    wrapped(page, "Charges for professional services are invoiced monthly in arrears.", left=72, top=y + 20, width=440)
+    doc.save(tmp_path / "agreement.pdf")
+    extracted = extract_document(source_for(tmp_path / "agreement.pdf", tmp_path), ocr=False)
+    chunks = chunk_document(extracted, count_tokens=embedder.count_tokens, max_tokens=200).chunks
+    ev = evidence(*(c.text for c in chunks))
+    request = SynthesisRequest("How much is application support?", tuple(ev), 3)
+    draft = ExtractiveSynthesizer(embedder).synthesize(request)
+    finding = (
+        "Application support: Billing basis per month; Fee (EUR) 2,750.00; Service level P1 response in 30 minutes"
+    )
+    assert finding in [s.text for s in draft.sentences], draft.raw
+    assert not any("|" in s.text or ("Application" in s.text and "Out-of-hours" in s.text) for s in draft.sentences)
+    assert validate(draft, {e.label: e.candidate.chunk.text for e in ev}, verbatim=True).ok
 
 
 def test_the_extractive_synthesizer_quotes_a_row_as_its_finding(embedder):

@@ -4,8 +4,9 @@
         --timed 3M_2018_10K.pdf AMAZON_2017_10K.pdf BOEING_2022_10K.pdf
 
 Prints:
-- pages flagged as tabular by the cheap test (``tables.is_tabular``), and pages where tables were built,
-  as shares of all pages of the PDFs in the folder
+- pages flagged by each of ``tables.page_tables``'s cheap tests (rows ending in figures; rows of separate
+  pieces, one a figure), as shares of all pages of the PDFs in the folder, and pages where each built a table
+  (a ruled table counted even where an aligned-figures table overlaps it and is kept instead)
 - for each ``--timed`` file: ``extract_document`` wall time with and without table handling (best of
   ``--repeats`` runs each, alternating, in this process), and the difference as a share of the time without
 """
@@ -17,23 +18,27 @@ import time
 from pathlib import Path
 
 
-def flagged_pages(folder: Path) -> tuple[int, int, int]:
-    """(pages, flagged by the cheap test, with a table built) over every PDF in ``folder``."""
+def flagged_pages(folder: Path) -> dict[str, int]:
+    """Over every PDF in ``folder``: pages, pages flagged by each cheap test, pages with a table built by each."""
     import pymupdf
 
+    from citesum.tasks.ingest.pdf import tables
     from citesum.tasks.ingest.pdf.layout import TEXT_FLAGS
-    from citesum.tasks.ingest.pdf.tables import find_tables, is_tabular
 
-    pages = flagged = with_table = 0
+    counts = dict.fromkeys(("pages", "figure rows", "figure tables", "cell rows", "ruled tables"), 0)
     for path in sorted(folder.glob("*.pdf")):
         with pymupdf.open(path) as doc:
             for page in doc:
-                pages += 1
+                counts["pages"] += 1
                 textpage = page.get_textpage(flags=TEXT_FLAGS)
-                if is_tabular(page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)):
-                    flagged += 1
-                    with_table += bool(find_tables(page, textpage))
-    return pages, flagged, with_table
+                rows = tables._visual_rows(page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage))
+                if tables._count(rows, tables._ends_in_figures) >= tables.MIN_ROWS:
+                    counts["figure rows"] += 1
+                    counts["figure tables"] += bool(tables.find_tables(page, textpage))
+                if tables._count(rows, tables._is_cell_row) >= tables.MIN_ROWS:
+                    counts["cell rows"] += 1
+                    counts["ruled tables"] += bool(tables.ruled_tables(page, textpage))
+    return counts
 
 
 def extraction_seconds(path: Path, tables: bool, repeats: int) -> float:
@@ -55,8 +60,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    pages, flagged, with_table = flagged_pages(args.folder)
-    print(f"pages: {pages}; flagged as tabular: {flagged} ({flagged / pages:.1%}); with a table: {with_table}")
+    counts = flagged_pages(args.folder)
+    pages = counts["pages"]
+    print(
+        f"pages: {pages}; flagged for aligned figures: {counts['figure rows']} ({counts['figure rows'] / pages:.1%}),"
+        f" a table built on {counts['figure tables']}; flagged for ruled cells: {counts['cell rows']}"
+        f" ({counts['cell rows'] / pages:.1%}), a ruled table built on {counts['ruled tables']}"
+    )
     total_with = total_without = 0.0
     for name in args.timed:
         path = args.folder / name

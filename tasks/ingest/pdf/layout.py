@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from citesum.tasks.ingest.pdf.tables import FoundTable, find_tables, is_tabular
+from citesum.tasks.ingest.pdf.tables import FoundTable, page_tables
 from citesum.tasks.text import normalize_space
 
 # Unknown glyphs come out as U+FFFD (no TEXT_USE_CID_FOR_UNKNOWN_UNICODE) so that
@@ -42,7 +42,7 @@ def text_blocks(page: pymupdf.Page, tables: bool = True) -> list[TextBlock]:
     """The page's text blocks in reading order; with ``tables``, a table found on it is one block."""
     textpage = page.get_textpage(flags=TEXT_FLAGS)  # read once: the words of a table come from it too
     data = page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)
-    found = find_tables(page, textpage) if tables and is_tabular(data) else []
+    found = page_tables(page, textpage, data) if tables else []
     lines = [line for raw in data["blocks"] if raw["type"] == 0 for line in raw["lines"]]
     raws = [_outside(raw, found) for raw in data["blocks"] if raw["type"] == 0]
     blocks = [b for b in (b for raw in raws for b in _split_block(raw)) if b.text]

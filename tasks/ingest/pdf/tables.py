@@ -1,18 +1,23 @@
 """Tables on a page: aligned columns of figures become rows, ``label | cell | cell`` (``citesum.tasks.tables``).
 
-``is_tabular`` is the cheap test every page gets, on the text MuPDF already gave: at
-least ``MIN_ROWS`` visual rows ending in two or more figures. Only pages it flags pay
-for ``find_tables``, which builds rows from word positions: figures are right-aligned in
-columns, a row's label sits left of them, header rows (years, "December 31,") above.
-PyMuPDF's own ``Page.find_tables`` is not used: its default finds ruled tables only, and
-10-K tables are mostly unruled (3M_2018_10K.pdf p.44: its "text" strategy takes the whole
-page, prose included, as one table).
+``page_tables`` runs two cheap tests on the text MuPDF already gave. ``MIN_ROWS`` visual rows
+ending in two or more figures flag a page for ``find_tables``, which builds rows from word
+positions: figures are right-aligned in columns, a row's label sits left of them, header rows
+(years, "December 31,") above. ``MIN_ROWS`` visual rows of ``MIN_PIECES`` separate pieces of
+text, one a figure, not ending in two, flag it for ``ruled_tables``: a grid drawn with lines, whose cells may hold
+words as well as a figure (a contract's fee schedule: "Managed hosting | per month | 4,500.00 |
+99.9% availability"). Only a flagged page pays for its drawings (``get_cdrawings`` costs about
+two thirds of its text extraction) or for word positions.
+PyMuPDF's own ``Page.find_tables`` is not used: its default finds ruled tables only, at about
+0.5 s a page (the sample agreement's fee schedule, alone on its page), and 10-K tables are
+mostly unruled (3M_2018_10K.pdf p.44: its "text" strategy takes the whole page, prose
+included, as one table).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,6 +26,7 @@ import pymupdf
 from citesum.tasks.tables import is_header_row, is_value, is_year, row_line
 
 MIN_ROWS = 2  # rows of two or more figures a table needs
+MIN_PIECES = 3  # a ruled table's row: its label and two cells or more, MuPDF's separate lines side by side
 MAX_BETWEEN = 5  # rows without two figures between two that have them, within one table
 MAX_HEADER_ROWS = 6  # header rows and the label rows under them ("ASSETS", "Current assets:")
 CELL_GAP = 0.6  # a gap wider than this share of the line height separates cells
@@ -66,8 +72,17 @@ class FoundTable:
 # --- the cheap test ------------------------------------------------------------
 
 
-def is_tabular(data: dict) -> bool:
-    """Whether the page's text (``get_text("dict")``) has ``MIN_ROWS`` rows ending in two figures or more."""
+def page_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, data: dict) -> list[FoundTable]:
+    """The page's tables, top to bottom; ``data`` is its text (``get_text("dict")``) from ``textpage``."""
+    rows = _visual_rows(data)
+    found = find_tables(page, textpage) if _count(rows, _ends_in_figures) >= MIN_ROWS else []
+    if _count(rows, _is_cell_row) >= MIN_ROWS:  # the aligned figures' tables first: they have their columns
+        found += [t for t in ruled_tables(page, textpage) if not any(_overlap(t.bbox, f.bbox) for f in found)]
+    return sorted(found, key=lambda t: t.bbox[1])
+
+
+def _visual_rows(data: dict) -> list[list[str]]:
+    """The texts of MuPDF's lines that share a baseline band, each band's left to right."""
     lines = [
         (line["bbox"][1], line["bbox"][3], line["bbox"][0], "".join(s["text"] for s in line["spans"]))
         for block in data["blocks"]
@@ -75,17 +90,35 @@ def is_tabular(data: dict) -> bool:
         for line in block["lines"]
     ]
     lines.sort(key=lambda item: (item[0] + item[1]) / 2)
-    rows, current, bottom = 0, [], -1.0
-    for top, low, x0, text in [*lines, (1e9, 1e9, 0.0, "")]:
+    rows: list[list[str]] = []
+    current: list[tuple[float, str]] = []
+    bottom = -1.0
+    for top, low, x0, text in lines:
         if current and (top + low) / 2 > bottom:
-            rows += _trailing_figures(" ".join(t for _, t in sorted(current))) >= 2
+            rows.append([t for _, t in sorted(current)])
             current = []
         if not current:
             bottom = low
         current.append((x0, text))
-        if rows >= MIN_ROWS:
-            return True
-    return False
+    if current:
+        rows.append([t for _, t in sorted(current)])
+    return rows
+
+
+def _count(rows: list[list[str]], test) -> int:
+    return sum(1 for row in rows if test(row))
+
+
+def _ends_in_figures(pieces: list[str]) -> bool:
+    return _trailing_figures(" ".join(pieces)) >= 2
+
+
+def _is_cell_row(pieces: list[str]) -> bool:
+    """Separate pieces, one a figure, the row not ending in two: words beside the figure (rows of figures, most
+    of a 10-K's, are the other test's, and flagging them here cost its pages their drawings for no table)."""
+    texts = [p.strip() for p in pieces if p.strip()]
+    figure = any(is_value(t) and not is_year(t) for t in texts[1:])
+    return len(texts) >= MIN_PIECES and figure and not _ends_in_figures(texts)
 
 
 def _trailing_figures(text: str) -> int:
@@ -294,3 +327,101 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
     while above and not any(above[0][1][1:]):  # a label above the header is a caption, not the table's
         above.pop(0)
     return above
+
+
+# --- ruled grids -------------------------------------------------------------------
+
+RULE_WIDTH = 2.0  # a filled rectangle thinner than this is a drawn line
+SNAP = 2.0  # lines closer than this are one grid line
+
+
+def ruled_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTable]:
+    """Tables drawn as a grid: vertical lines make the columns, horizontal lines across them the rows; each
+    word goes to the cell its centre is in (a cell spanning columns holds its words in its first column). A
+    grid is a table when ``MIN_ROWS`` of its rows hold a label and a figure; rows before the first of
+    them that holds one name the columns."""
+    horizontal, vertical = _rules(page)
+    words = [w[:5] for w in page.get_text("words", textpage=textpage) if w[4].strip()]
+    found = []
+    for columns in _grids(vertical):
+        top, bottom = min(v[1] for v in columns), max(v[2] for v in columns)
+        xs = _snapped(v[0] for v in columns)
+        width = xs[-1] - xs[0]
+        ys = _snapped(
+            y
+            for y, x0, x1 in horizontal
+            if top - SNAP <= y <= bottom + SNAP and min(x1, xs[-1]) - max(x0, xs[0]) > width / 2
+        )
+        if len(xs) < 3 or len(ys) < 3:
+            continue
+        rows = [_grid_row(words, columns, xs, low, high) for low, high in zip(ys, ys[1:], strict=False)]
+        rows = [cells for cells in rows if any(cells)]
+        if sum(bool(cells[0] and _figures_in(cells)) for cells in rows) < MIN_ROWS:  # a chart's axis has no labels
+            continue
+        header = 0
+        while header < len(rows) and is_header_row(rows[header]):
+            header += 1
+        found.append(FoundTable(tuple(row_line(cells) for cells in rows), header, (xs[0], ys[0], xs[-1], ys[-1])))
+    return found
+
+
+def _rules(page: pymupdf.Page) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
+    """The page's drawn lines: horizontal ones as (y, x0, x1), vertical ones as (x, y0, y1)."""
+    horizontal, vertical = [], []
+    for path in page.get_cdrawings():
+        for item in path["items"]:
+            if item[0] == "l":
+                (x0, y0), (x1, y1) = item[1], item[2]
+            elif item[0] == "re":
+                x0, y0, x1, y1 = item[1]
+                if x1 - x0 > RULE_WIDTH and y1 - y0 > RULE_WIDTH:
+                    continue  # a box or a shaded cell, not a line
+                if y1 - y0 <= RULE_WIDTH:
+                    y0 = y1 = (y0 + y1) / 2
+                else:
+                    x0 = x1 = (x0 + x1) / 2
+            else:
+                continue
+            if abs(y1 - y0) < 1 and abs(x1 - x0) > SNAP:
+                horizontal.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
+            elif abs(x1 - x0) < 1 and abs(y1 - y0) > SNAP:
+                vertical.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
+    return horizontal, vertical
+
+
+def _grids(vertical: list[tuple[float, float, float]]) -> Iterator[list[tuple[float, float, float]]]:
+    """Vertical lines whose heights overlap, one group per grid."""
+    group: list[tuple[float, float, float]] = []
+    for line in sorted(vertical, key=lambda v: v[1]):
+        if group and line[1] > max(v[2] for v in group) - SNAP:
+            yield group
+            group = []
+        group.append(line)
+    if group:
+        yield group
+
+
+def _snapped(values: Iterable[float]) -> list[float]:
+    out: list[float] = []
+    for value in sorted(values):
+        if not out or value - out[-1] > SNAP:
+            out.append(value)
+    return out
+
+
+def _grid_row(
+    words: list[tuple], columns: list[tuple[float, float, float]], xs: list[float], low: float, high: float
+) -> list[str]:
+    """One row's cells: the words between two horizontal lines, in the columns whose left line crosses the row."""
+    middle = (low + high) / 2
+    edges = [i for i, x in enumerate(xs[:-1]) if any(abs(v[0] - x) <= SNAP and v[1] <= middle <= v[2] for v in columns)]
+    cells: list[list[tuple]] = [[] for _ in xs[:-1]]
+    for word in words:
+        cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
+        if low < cy < high and xs[0] < cx < xs[-1]:
+            cells[max((i for i in edges if xs[i] < cx), default=0)].append(word)
+    return [" ".join(w[4] for w in sorted(cell, key=lambda w: (round(w[3]), w[0]))) for cell in cells]
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])

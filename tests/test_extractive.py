@@ -169,3 +169,24 @@ def test_the_best_matching_sentence_is_quoted_even_from_the_last_evidence_chunk(
     )
     assert (texts[-1], ("c6",)) in [(s.text, s.citations) for s in draft.sentences], draft.raw
     assert len(draft.sentences) <= 5
+
+
+def test_a_question_asking_two_things_gets_the_best_match_to_each(embedder):
+    # Fees fill the leading chunks; the one sentence on when invoices are due sits in the last chunk, and against
+    # the whole question it loses to the fee sentences. Asked apart, "when are invoices due?" is its own best match.
+    texts = (
+        "The monthly fees for managed hosting are 4,500 euros. The fees for application support are 2,750 euros.",
+        "Fees for professional services are 1,100 euros a day. Fees are fixed for the first twelve months.",
+        "Out-of-hours call-outs are charged at 300 euros per incident on top of the monthly fees.",
+        "The fees for backup and recovery are 650 euros a month, and fees rise with the index each year.",
+        "Service credits reduce the fees of the following month when availability falls short.",
+        "Customer shall pay each valid invoice within thirty days of its receipt.",
+    )
+    ev = [evidence_of(f"c{i}", t, pages=(i, i), score=1.0 - 0.15 * (i - 1)) for i, t in enumerate(texts, 1)]
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How much are the fees and when are invoices due?", tuple(ev), max_sentences=5)
+    )
+    quoted = [(s.text, s.citations) for s in draft.sentences]
+    assert (texts[-1], ("c6",)) in quoted, draft.raw
+    assert any(c == ("c1",) for _, c in quoted)  # the fees are still answered
+    assert len(draft.sentences) <= 5

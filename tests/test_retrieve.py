@@ -16,6 +16,7 @@ from citesum.tasks.summarize.retrieve import (
     fuse,
     keyword_query,
     query_views,
+    question_parts,
     retrieve,
 )
 
@@ -230,3 +231,22 @@ def test_a_row_read_without_its_vector_is_a_candidate_without_one():
     bare = {name: value for name, value in row("a", 3).items() if name != "vector"}
     made = candidate_of(bare, 1, 0.0, None, None)
     assert made.vector is None and made.chunk.page_start == 3 and made.chunk.text == "a"
+
+
+def test_a_question_asking_two_things_has_two_parts():
+    assert question_parts("How much are the fees and when are invoices due?") == [
+        "How much are the fees",
+        "when are invoices due?",
+    ]
+    assert question_parts("What is the notice period; how is notice given?") == [
+        "What is the notice period",
+        "how is notice given?",
+    ]
+    # One thing asked: "and" between nouns, a preamble before a comma.
+    assert question_parts("What are the rights and obligations on termination?") == [
+        "What are the rights and obligations on termination?"
+    ]
+    assert question_parts("According to the report, what was revenue and how did it grow?") == [
+        "According to the report, what was revenue",
+        "how did it grow?",
+    ]

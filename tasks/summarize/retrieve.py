@@ -109,6 +109,19 @@ def asks_for_quantity(question: str) -> bool:
     return _QUANTITY.search(question) is not None
 
 
+# Where a question asks a second thing: "and" or ";" before a question word ("... fees and when are invoices due?").
+# A comma is not one: it mostly ends a preamble ("According to the report, what ...").
+_SECOND_QUESTION = re.compile(
+    r"\s*(?:;|\band\b)\s+(?=(?:what|when|how|who|whom|whose|which|where|why|whether)\b)", re.IGNORECASE
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The things a question asks, each as its own question: ``["How much are the fees", "when are invoices
+    due?"]``; a question that asks one thing is its only part."""
+    return [part for part in _SECOND_QUESTION.split(question) if part.strip()]
+
+
 def document_filter(document_ids: Sequence[str] | None) -> str | None:
     """SQL prefilter on document ids; None = the whole store."""
     if document_ids is None:

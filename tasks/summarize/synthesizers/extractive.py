@@ -9,7 +9,8 @@ part. Sentences far less relevant than the best are left out. A piece under ``MI
 is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
 "Little Rock AR01 2." for "the market name for code AR01"). The summary first takes the
 evidence's best match to the instruction, judged sentence by sentence (the same parts less
-its chunk's score: an answer in a chunk the reranker ranked low is still quoted), then the
+its chunk's score: an answer in a chunk the reranker ranked low is still quoted; for a question
+asking two things, ``question_parts``, the best match to each), then the
 best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
@@ -162,7 +163,7 @@ import numpy as np
 from citesum.tasks.embed import Embedder
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.rerank import coverage, local_idf, terms
-from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query
+from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query, question_parts
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import normalize_space, sentences, split_sentences, table_rows, tokens
@@ -264,12 +265,14 @@ class ExtractiveSynthesizer:
         self, instruction: str, pool: list[_Sentence], limit: int, cover: Sequence[str] = ()
     ) -> list[_Sentence]:
         """Up to ``limit`` sentences. With ``cover`` (a query's or topic's evidence in rank order): the best match
-        to the instruction judged sentence by sentence (its chunk's rank aside), the best of each chunk in
-        ``cover``, then ``EXTRA`` more by relevance. Without (merging points): by relevance alone."""
+        to the instruction (to each thing it asks) judged sentence by sentence (its chunk's rank aside), the best
+        of each chunk in ``cover``, then ``EXTRA`` more by relevance. Without (merging points): by relevance alone."""
         if not pool:
             return []
-        vectors = self._embedder.embed([instruction] + [s.text for s in pool])
-        query, rows = vectors[0], vectors[1:]
+        asked = question_parts(instruction) if cover else [instruction]
+        extra = asked if len(asked) > 1 else []  # each thing a compound question asks, embedded apart
+        vectors = self._embedder.embed([instruction, *extra] + [s.text for s in pool])
+        query, rows = vectors[0], vectors[1 + len(extra) :]
         similarity = rows @ rows.T
         cosine = np.clip(rows @ query, 0.0, None)
         parts = sentence_parts(instruction, pool, cosine)
@@ -279,8 +282,9 @@ class ExtractiveSynthesizer:
         relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
         picked: list[int] = []
-        if cover:  # the evidence's best match to the question, wherever the reranker put its chunk
-            picked.append(int(np.argmax(_mean(parts))))
+        if cover:  # the evidence's best match to each thing the question asks, wherever its chunk ranked
+            targets = zip(asked, vectors[1 : 1 + len(extra)], strict=True) if extra else [(instruction, query)]
+            picked.extend(best_matches(list(targets), pool, rows, similarity)[:limit])
         for label in cover:
             if len(picked) >= limit:
                 break
@@ -298,6 +302,20 @@ class ExtractiveSynthesizer:
                 picked.append(i)
         # Reading order within the section: evidence rank, then position in its chunk.
         return sorted((pool[i] for i in picked), key=lambda s: s.order)
+
+
+def best_matches(
+    asked: Sequence[tuple[str, np.ndarray]], pool: Sequence[_Sentence], rows: np.ndarray, similarity: np.ndarray
+) -> list[int]:
+    """For each question (its text and vector) the sentence that matches it best by its own relevance, unless
+    that one repeats a sentence already matched: a question asking two things ("How much are the fees and when
+    are invoices due?") gets an answer to each."""
+    picked: list[int] = []
+    for question, vector in asked:
+        best = int(np.argmax(_mean(sentence_parts(question, pool, np.clip(rows @ vector, 0.0, None)))))
+        if _fresh(best, picked, similarity):
+            picked.append(best)
+    return picked
 
 
 def sentence_parts(instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray) -> list[np.ndarray]:

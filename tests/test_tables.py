@@ -265,6 +265,25 @@ def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_pat
     assert found == [f"Line item {n} of the statement | {1000 + n:,} | ({900 + n:,})" for n in range(52)]
 
 
+def test_a_ruled_grid_over_a_page_break_keeps_its_header_row_and_cites_both_pages(tmp_path, embedder):
+    rows = [(f"Service item {n}", "per month", f"{1000 + n:,}.00", f"Level {n} support") for n in range(60)]
+    doc = pymupdf.open()
+    first = doc.new_page()
+    first.insert_text((72, 60), "Table 1: Fee Schedule", fontsize=SIZE)
+    draw_grid(first, [FEES[0], *rows[:39]], top=72)
+    draw_grid(doc.new_page(), rows[39:], top=72)  # no header row of its own
+    doc.save(tmp_path / "fees.pdf")
+    extracted = extract_document(source_for(tmp_path / "fees.pdf", tmp_path), ocr=False)
+    chunks = chunk_document(extracted, count_tokens=embedder.count_tokens, max_tokens=200).chunks
+    assert len(chunks) >= 4
+    for chunk in chunks:
+        assert chunk.text.splitlines()[0] == " | ".join(FEES[0]), chunk.text
+        assert chunk.heading == "Table 1: Fee Schedule"
+    assert [(c.page_start, c.page_end) for c in chunks if "Service item 45 " in c.text] == [(1, 2)]
+    found = [line for c in chunks for line in c.text.splitlines()[1:]]
+    assert found == [" | ".join(row) for row in rows]  # every row once, whole, in order
+
+
 def test_a_table_after_text_does_not_take_headers_from_an_earlier_table():
     blocks = [
         Block("| 2024 | 2023\nRevenue | 10 | 9", page=1, table=True, header_rows=1),

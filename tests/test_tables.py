@@ -165,26 +165,34 @@ FEES = [
 ]
 
 
-def draw_grid(page: pymupdf.Page, rows: list[tuple[str, ...]], *, top: float, edges=(72, 222, 307, 382, 523)) -> float:
-    """Rows in a grid of drawn lines, every cell's text at its left edge; returns the y below the grid."""
+def draw_grid(
+    page: pymupdf.Page, rows: list[tuple[str, ...]], *, top: float, edges=(72, 222, 307, 382, 523), by_cell=False
+) -> float:
+    """Rows in a grid of drawn lines, every cell's text at its left edge; returns the y below the grid. With
+    ``by_cell``, as a word processor draws it: each cell a rectangle of its own."""
     y = top
     for row in rows:
         for x, text in zip(edges, row, strict=False):
             page.insert_text((x + 4, y + 11), text, fontsize=SIZE)
+        if by_cell:
+            for left, right in zip(edges, edges[1:], strict=False):
+                page.draw_rect((left, y, right, y + 16), width=0.6)
         y += 16
-    for line in range(len(rows) + 1):
-        page.draw_line((edges[0], top + 16 * line), (edges[-1], top + 16 * line), width=0.6)
-    for x in edges:
-        page.draw_line((x, top), (x, y), width=0.6)
+    if not by_cell:
+        for line in range(len(rows) + 1):
+            page.draw_line((edges[0], top + 16 * line), (edges[-1], top + 16 * line), width=0.6)
+        for x in edges:
+            page.draw_line((x, top), (x, y), width=0.6)
     return y
 
 
-def test_a_ruled_grid_of_words_and_a_figure_becomes_rows_under_its_header_row():
+@pytest.mark.parametrize("by_cell", [False, True])
+def test_a_ruled_grid_of_words_and_a_figure_becomes_rows_under_its_header_row(by_cell):
     """A contract's fee schedule: one figure a row beside words (the test for aligned figures wants two)."""
 
     def draw(page):
         page.insert_text((72, 60), "Table 1: Fee Schedule", fontsize=SIZE)
-        y = draw_grid(page, FEES, top=72)
+        y = draw_grid(page, FEES, top=72, by_cell=by_cell)
         wrapped(page, PROSE, left=72, top=y + 20, width=440)
 
     blocks = one_page(draw)
@@ -208,19 +216,47 @@ def test_a_ruled_grid_has_the_cells_pymupdf_expects():
     assert table.header_rows == 1
 
 
-def test_a_box_or_a_grid_without_figures_is_no_table():
+def test_a_box_a_grid_without_figures_or_a_grid_of_prose_is_no_table():
+    described = "Supports the archiving and storage of large volumes of data for the reporting of every office abroad."
+
     def draw(page):
         y = wrapped(page, PROSE, left=80, top=90, width=400)
         page.draw_rect((72, 72, 523, y), width=0.6)  # a boxed note: two vertical lines, no columns
+        terms = [
+            ("Term", "Meaning", "Where"),
+            ("Charges", "the fees", "Section 5"),
+            ("Term", "the period", "Section 12"),
+        ]
+        y = draw_grid(page, terms, top=y + 30)
+        # A form laying out prose beside a figure: each description in one cell, written over several lines.
+        top = y + 30
+        for n in range(3):
+            for left, right in ((72, 330), (330, 440), (440, 523)):
+                page.draw_rect((left, top, right, top + 40), width=0.6)
+            page.insert_textbox((76, top + 2, 326, top + 40), f"Data store {n}. {described}", fontsize=SIZE)
+            page.insert_text((334, top + 12), "Back office", fontsize=SIZE)
+            page.insert_text((444, top + 12), f"{10 * (n + 1)}", fontsize=SIZE)
+            top += 40
+
+        # A grid ruling the values of a table whose row labels stand outside it, on the left.
+        top += 20
+        for n, label in enumerate(("Sensitivity", "Specificity", "Accuracy")):
+            page.insert_text((72, top + 16 * n + 11), label, fontsize=SIZE)
         draw_grid(
             page,
-            [("Term", "Meaning", "Where"), ("Charges", "the fees", "Section 5"), ("Term", "the period", "Section 12")],
-            top=y + 30,
+            [
+                ("All studies", "93% (86-98)", "0.460"),
+                ("Nurses", "88% (78-95)", "0.145"),
+                ("GPs", "95% (92-97)", "0.737"),
+            ],
+            top=top,
+            edges=(222, 307, 382, 523),
         )
 
     blocks = one_page(draw)
     assert not tables(blocks)
     assert PROSE in [b.text for b in blocks]
+    assert any(described in b.text for b in blocks)
 
 
 # --- chunking --------------------------------------------------------------------

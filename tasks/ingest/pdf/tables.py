@@ -338,8 +338,9 @@ SNAP = 2.0  # lines closer than this are one grid line
 def ruled_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTable]:
     """Tables drawn as a grid: vertical lines make the columns, horizontal lines across them the rows; each
     word goes to the cell its centre is in (a cell spanning columns holds its words in its first column). A
-    grid is a table when ``MIN_ROWS`` of its rows hold a label and a figure; rows before the first of
-    them that holds one name the columns."""
+    grid is a table when ``MIN_ROWS`` of its rows hold words and a figure after the first cell, no cell holds
+    more than ``LABEL_WORDS`` words and no text stands beside its rows; the rows before the first that holds a
+    figure name the columns."""
     horizontal, vertical = _rules(page)
     words = [w[:5] for w in page.get_text("words", textpage=textpage) if w[4].strip()]
     found = []
@@ -356,8 +357,12 @@ def ruled_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTa
             continue
         rows = [_grid_row(words, columns, xs, low, high) for low, high in zip(ys, ys[1:], strict=False)]
         rows = [cells for cells in rows if any(cells)]
-        if sum(bool(cells[0] and _figures_in(cells)) for cells in rows) < MIN_ROWS:  # a chart's axis has no labels
-            continue
+        if sum(_labelled(cells) and bool(_figures_in(cells)) for cells in rows) < MIN_ROWS:
+            continue  # a chart's axis, or figures alone
+        if any(len(cell.split()) > LABEL_WORDS for cells in rows for cell in cells):
+            continue  # a grid that lays out prose (a form's descriptions): its sentences stay sentences
+        if any(ys[0] < (w[1] + w[3]) / 2 < ys[-1] and not xs[0] < (w[0] + w[2]) / 2 < xs[-1] for w in words):
+            continue  # text beside the grid's rows: the grid rules part of a table (its labels stand outside it)
         header = 0
         while header < len(rows) and is_header_row(rows[header]):
             header += 1
@@ -365,38 +370,63 @@ def ruled_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTa
     return found
 
 
+def _labelled(cells: list[str]) -> bool:
+    """A row with words in it, not figures alone (its label may be a number: "1 | ICBC | 330,435.30")."""
+    return any(cell and not is_value(cell) for cell in cells)
+
+
 def _rules(page: pymupdf.Page) -> tuple[list[tuple[float, float, float]], list[tuple[float, float, float]]]:
-    """The page's drawn lines: horizontal ones as (y, x0, x1), vertical ones as (x, y0, y1)."""
+    """The page's drawn lines, horizontal ones as (y, x0, x1), vertical ones as (x, y0, y1), each run of pieces
+    that meet joined into one: a word processor draws a grid cell by cell, each border a rectangle or a piece."""
     horizontal, vertical = [], []
     for path in page.get_cdrawings():
         for item in path["items"]:
-            if item[0] == "l":
-                (x0, y0), (x1, y1) = item[1], item[2]
-            elif item[0] == "re":
-                x0, y0, x1, y1 = item[1]
-                if x1 - x0 > RULE_WIDTH and y1 - y0 > RULE_WIDTH:
-                    continue  # a box or a shaded cell, not a line
-                if y1 - y0 <= RULE_WIDTH:
-                    y0 = y1 = (y0 + y1) / 2
-                else:
-                    x0 = x1 = (x0 + x1) / 2
-            else:
-                continue
-            if abs(y1 - y0) < 1 and abs(x1 - x0) > SNAP:
-                horizontal.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
-            elif abs(x1 - x0) < 1 and abs(y1 - y0) > SNAP:
-                vertical.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
-    return horizontal, vertical
+            for (x0, y0), (x1, y1) in _segments(item, stroked="s" in path["type"]):
+                if abs(y1 - y0) < 1 and abs(x1 - x0) > SNAP:
+                    horizontal.append(((y0 + y1) / 2, min(x0, x1), max(x0, x1)))
+                elif abs(x1 - x0) < 1 and abs(y1 - y0) > SNAP:
+                    vertical.append(((x0 + x1) / 2, min(y0, y1), max(y0, y1)))
+    return _joined(horizontal), _joined(vertical)
+
+
+def _segments(item: tuple, stroked: bool) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """A path item's straight lines: a line; a stroked rectangle's four sides; a filled one only when it is thin
+    (a rule drawn as a filled bar), not a box of shading."""
+    if item[0] == "l":
+        return [(item[1], item[2])]
+    if item[0] != "re":
+        return []
+    x0, y0, x1, y1 = item[1]
+    if y1 - y0 <= RULE_WIDTH:
+        return [((x0, (y0 + y1) / 2), (x1, (y0 + y1) / 2))]
+    if x1 - x0 <= RULE_WIDTH:
+        return [(((x0 + x1) / 2, y0), ((x0 + x1) / 2, y1))]
+    if not stroked:
+        return []
+    return [((x0, y0), (x1, y0)), ((x0, y1), (x1, y1)), ((x0, y0), (x0, y1)), ((x1, y0), (x1, y1))]
+
+
+def _joined(lines: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """Lines at one position (within ``SNAP``) whose extents meet or overlap, as one line each."""
+    out: list[tuple[float, float, float]] = []
+    for at, low, high in sorted(lines, key=lambda line: (round(line[0] / SNAP), line[1])):
+        if out and abs(out[-1][0] - at) <= SNAP and low <= out[-1][2] + SNAP:
+            out[-1] = (out[-1][0], out[-1][1], max(out[-1][2], high))
+        else:
+            out.append((at, low, high))
+    return out
 
 
 def _grids(vertical: list[tuple[float, float, float]]) -> Iterator[list[tuple[float, float, float]]]:
-    """Vertical lines whose heights overlap, one group per grid."""
+    """Vertical lines whose heights overlap or meet, one group per grid."""
     group: list[tuple[float, float, float]] = []
+    reach = 0.0
     for line in sorted(vertical, key=lambda v: v[1]):
-        if group and line[1] > max(v[2] for v in group) - SNAP:
+        if group and line[1] > reach + SNAP:
             yield group
             group = []
         group.append(line)
+        reach = max(reach, line[2]) if len(group) > 1 else line[2]
     if group:
         yield group
 

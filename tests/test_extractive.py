@@ -151,6 +151,12 @@ def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedde
     assert {c for s in draft.sentences for c in s.citations} == {"c1"}, draft.raw
 
 
+def summarize_ranked(embedder, question: str, texts: tuple[str, ...]):
+    """A five-sentence summary of one chunk per text, the reranker's scores falling in the texts' order."""
+    ev = [evidence_of(f"c{i}", t, pages=(i, i), score=1.0 - 0.15 * (i - 1)) for i, t in enumerate(texts, 1)]
+    return ExtractiveSynthesizer(embedder).synthesize(SynthesisRequest(question, tuple(ev), max_sentences=5))
+
+
 def test_the_best_matching_sentence_is_quoted_even_from_the_last_evidence_chunk(embedder):
     # The reranker put the one chunk that states the notice period last: the first chunks' sentences on
     # termination in general are more relevant once their chunks' scores count, yet the answer is quoted.
@@ -163,10 +169,7 @@ def test_the_best_matching_sentence_is_quoted_even_from_the_last_evidence_chunk(
         "Notices under this Agreement are given in writing to the addresses in the order form.",
         "Either party may terminate this Agreement for convenience on ninety days' written notice.",
     )
-    ev = [evidence_of(f"c{i}", t, pages=(i, i), score=1.0 - 0.15 * (i - 1)) for i, t in enumerate(texts, 1)]
-    draft = ExtractiveSynthesizer(embedder).synthesize(
-        SynthesisRequest("What is the notice period for termination for convenience?", tuple(ev), max_sentences=5)
-    )
+    draft = summarize_ranked(embedder, "What is the notice period for termination for convenience?", texts)
     assert (texts[-1], ("c6",)) in [(s.text, s.citations) for s in draft.sentences], draft.raw
     assert len(draft.sentences) <= 5
 
@@ -182,10 +185,7 @@ def test_a_question_asking_two_things_gets_the_best_match_to_each(embedder):
         "Service credits reduce the fees of the following month when availability falls short.",
         "Customer shall pay each valid invoice within thirty days of its receipt.",
     )
-    ev = [evidence_of(f"c{i}", t, pages=(i, i), score=1.0 - 0.15 * (i - 1)) for i, t in enumerate(texts, 1)]
-    draft = ExtractiveSynthesizer(embedder).synthesize(
-        SynthesisRequest("How much are the fees and when are invoices due?", tuple(ev), max_sentences=5)
-    )
+    draft = summarize_ranked(embedder, "How much are the fees and when are invoices due?", texts)
     quoted = [(s.text, s.citations) for s in draft.sentences]
     assert (texts[-1], ("c6",)) in quoted, draft.raw
     assert any(c == ("c1",) for _, c in quoted)  # the fees are still answered

@@ -4,10 +4,10 @@
 ending in two or more figures flag a page for ``find_tables``, which builds rows from word
 positions: figures are right-aligned in columns, a row's label sits left of them, header rows
 (years, "December 31,") above. ``MIN_ROWS`` visual rows of ``MIN_PIECES`` separate pieces of
-text, one a figure, not ending in two, flag it for ``ruled_tables``: a grid drawn with lines, whose cells may hold
-words as well as a figure (a contract's fee schedule: "Managed hosting | per month | 4,500.00 |
-99.9% availability"). Only a flagged page pays for its drawings (``get_cdrawings`` costs about
-two thirds of its text extraction) or for word positions.
+text, one a figure, not ending in two, flag it for ``ruled_tables``: a grid drawn with lines,
+whose cells may hold words as well as a figure (a contract's fee schedule: "Managed hosting |
+per month | 4,500.00 | 99.9% availability"). Only a flagged page pays for its drawings
+(``get_cdrawings`` costs about two thirds of its text extraction) or for word positions.
 PyMuPDF's own ``Page.find_tables`` is not used: its default finds ruled tables only, at about
 0.5 s a page (the sample agreement's fee schedule, alone on its page), and 10-K tables are
 mostly unruled (3M_2018_10K.pdf p.44: its "text" strategy takes the whole page, prose
@@ -17,7 +17,7 @@ included, as one table).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -105,7 +105,7 @@ def _visual_rows(data: dict) -> list[list[str]]:
     return rows
 
 
-def _count(rows: list[list[str]], test) -> int:
+def _count(rows: list[list[str]], test: Callable[[list[str]], bool]) -> int:
     return sum(1 for row in rows if test(row))
 
 
@@ -420,13 +420,13 @@ def _joined(lines: list[tuple[float, float, float]]) -> list[tuple[float, float,
 def _grids(vertical: list[tuple[float, float, float]]) -> Iterator[list[tuple[float, float, float]]]:
     """Vertical lines whose heights overlap or meet, one group per grid."""
     group: list[tuple[float, float, float]] = []
-    reach = 0.0
+    reach = 0.0  # the lowest end of the group's lines
     for line in sorted(vertical, key=lambda v: v[1]):
         if group and line[1] > reach + SNAP:
             yield group
             group = []
+        reach = max(reach, line[2]) if group else line[2]
         group.append(line)
-        reach = max(reach, line[2]) if len(group) > 1 else line[2]
     if group:
         yield group
 
@@ -450,7 +450,7 @@ def _grid_row(
         cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
         if low < cy < high and xs[0] < cx < xs[-1]:
             cells[max((i for i in edges if xs[i] < cx), default=0)].append(word)
-    return [" ".join(w[4] for w in sorted(cell, key=lambda w: (round(w[3]), w[0]))) for cell in cells]
+    return [" ".join(w[4] for line in _rows(cell) for w in line.words) for cell in cells]  # lines top to bottom
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:

@@ -59,7 +59,7 @@ def summarize(
     ensure_llm_limit()
 
     if mode == "exhaustive":
-        parts = every_section(store, document_ids, synthesizer, fallback, embedder)
+        parts = every_section(store, document_ids, synthesizer, fallback, embedder, question)
     else:
         plan = (
             [Step("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
@@ -116,11 +116,18 @@ def retrieved_parts(
     ]
 
 
-def every_section(store, document_ids: tuple[str, ...], synthesizer, fallback, embedder) -> list[SummaryPart]:
-    """Exhaustive: map-reduce over every chunk, one part per top-level section."""
+def every_section(
+    store, document_ids: tuple[str, ...], synthesizer, fallback, embedder, request: str | None
+) -> list[SummaryPart]:
+    """Exhaustive: map-reduce over every chunk, one part per top-level section, each asked the request."""
     grouped = section_evidence(store, document_ids)
     futures = summarize_section.map(
-        list(grouped), list(grouped.values()), unmapped(synthesizer), unmapped(embedder), unmapped(fallback)
+        list(grouped),
+        list(grouped.values()),
+        unmapped(synthesizer),
+        unmapped(embedder),
+        unmapped(fallback),
+        unmapped(request),
     )
     return [
         SummaryPart(f.result(), title, tuple(e.candidate for e in grouped[title]))

@@ -71,3 +71,28 @@ def test_a_section_without_statements_says_nothing_in_it_bears_on_the_request(em
     section = summarize_section("Fees", table, ExtractiveSynthesizer(embedder), lambda text: len(text.split()))
     assert [(s.text, s.citations) for s in section.sentences] == [(NOTHING_BEARS, ())]
     assert not section.removed and section.warning is None
+
+
+def test_an_exhaustive_section_answers_the_request_not_a_summary_of_itself(embedder):
+    from citesum.tasks.summarize.mapreduce import summarize_section
+    from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+    from tests.summary_fixtures import evidence
+
+    termination = evidence(
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination must state the date on which termination is to take effect. "
+        "Either party may terminate at once if the other becomes insolvent or ceases to trade. "
+        "Customer shall then pay the Charges for the Services provided up to the date of termination.",
+        "On termination Supplier shall return all Customer Data within thirty days. "
+        "Sections 6, 7 and 10 survive the termination or expiry of this Agreement. "
+        "Termination does not affect any rights or remedies that have accrued up to the date of termination.",
+    )
+    synthesizer = ExtractiveSynthesizer(embedder)
+    asked = summarize_section(
+        "12 Termination", termination, synthesizer, lambda t: len(t.split()), request="What must the Customer pay?"
+    )
+    texts = [s.text for s in asked.sentences]
+    assert texts[0] == "Customer shall then pay the Charges for the Services provided up to the date of termination."
+    assert not any("notice" in t for t in texts), texts  # the notice rules answer nothing asked
+    summarized = summarize_section("12 Termination", termination, synthesizer, lambda t: len(t.split()))
+    assert any("notice" in s.text for s in summarized.sentences)  # without a request, the section is summarized

@@ -103,3 +103,23 @@ def test_an_exhaustive_section_whose_map_kept_no_point_falls_back_without_mergin
     assert section.warning == EXTRACTIVE_FALLBACK and section.fallback is not None and section.attempts == ()
     assert {s.text for s in section.sentences} <= {TERMINATION, SURVIVAL} and section.sentences
     assert summary_metrics("exhaustive", [SummaryPart(section, "12 Termination", ())])["fallback"] == 1
+
+
+def test_an_exhaustive_section_the_model_says_does_not_answer_the_request_bears_nothing(
+    fake_ollama: FakeOllama, embedder
+):
+    # Asked the user's request of a section that does not answer it, the model says so: no fallback quotes it.
+    fake_ollama.script(Reply(content='{"sentences": [{"text": "Not stated in the evidence.", "citations": []}]}'))
+    section = mapreduce.summarize_section(
+        "12 Termination",
+        EVIDENCE,
+        ollama(fake_ollama),
+        embedder.count_tokens,
+        ExtractiveSynthesizer(embedder),
+        request="What is the liability cap?",
+    )
+    assert "What is the liability cap?" in fake_ollama.requests[0].body["messages"][-1]["content"]
+    assert [r.path for r in fake_ollama.requests] == ["/api/chat"]  # the map's one batch, nothing to merge
+    assert [(s.text, s.citations) for s in section.sentences] == [(mapreduce.NOTHING_BEARS, ())]
+    assert section.warning is None and section.fallback is None
+    assert summary_metrics("exhaustive", [SummaryPart(section, "12 Termination", ())])["not_bearing"] == 1

@@ -228,9 +228,10 @@ def summarize_section(
     synthesizer: Synthesizer,
     embedder: Embedder,
     fallback: Synthesizer | None = None,
+    request: str | None = None,
 ) -> Section:
     started = time.perf_counter()
-    section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens, fallback)
+    section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens, fallback, request)
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
 

@@ -155,6 +155,16 @@ def test_exhaustive_mode_reaches_every_section(ingested):
     stored = len(LanceStore.open(settings.store.db).chunk_rows(f"document_id = '{AGREEMENT}'"))
     assert summary.metrics["candidates"] == stored  # every chunk was read
 
+    # Each section is asked the request: another request quotes other sentences of the same sections.
+    paying = summarize(settings, "What must the Customer pay?", documents=[AGREEMENT], mode="exhaustive")
+    by_title = {part.section.title: [s.text for s in part.section.sentences] for part in summary.parts}
+    changed = [
+        p.section.title for p in paying.parts if [s.text for s in p.section.sentences] != by_title[p.section.title]
+    ]
+    assert len(changed) >= len(paying.parts) // 2, changed
+    (termination,) = [p for p in paying.parts if p.section.title.startswith("12 ")]
+    assert any(" pay " in s.text for s in termination.section.sentences)
+
 
 def test_metrics_and_summary_are_published_as_artifacts(ingested):
     settings, _ = ingested

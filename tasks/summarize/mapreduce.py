@@ -1,20 +1,19 @@
 """Exhaustive summaries: map-reduce over every chunk of every top-level section.
 
-Retrieval is not proof of coverage, so a request that needs every section reads
-every chunk, and each section is asked the request (without one, to summarize itself). Per
-section: map turns batches of chunks (each batch about 60% of the
-synthesizer's context) into cited points; reduce merges batches of points
-recursively until the section fits, keeping citations through every pass. A batch
-that does not shrink is split in two and merged again; a single point that cannot
-shrink is kept as it is, and a pass that makes no progress ends the loop, so it
-always ends. The final merge is validated like any section, with the same fallback; a
-section whose map kept no point is not merged (there is nothing to merge): the fallback
-writes it at once. A
-section that yields no sentence, without any being removed as unsupported, or whose every
-batch the synthesizer answered "Not stated in the evidence." (asked the user's request: "What
-must the Customer pay?"), says ``NOTHING_BEARS`` instead; coverage counts it apart from a failure
-(see ``metrics``). What addresses an AI system is cut from the evidence before the map
-(``quarantine``), and map points that address one are dropped; the section records both.
+Retrieval is not proof of coverage, so a request that needs every section reads every chunk,
+and each section is asked the request (without one, to summarize itself). Per section: map
+turns batches of chunks (each batch about 60% of the synthesizer's context) into cited
+points; reduce merges batches of points recursively until the section fits, keeping
+citations through every pass. A batch that does not shrink is split in two and merged again;
+a single point that cannot shrink is kept as it is, and a pass that makes no progress ends
+the loop, so it always ends. The final merge is validated like any section, with the same
+fallback; a section whose map kept no point is not merged (there is nothing to merge): the
+fallback writes it at once. A section that yields no sentence, without any being removed as
+unsupported, or whose every batch the synthesizer answered "Not stated in the evidence."
+(asked "What must the Customer pay?" of the confidentiality clause), says ``NOTHING_BEARS``
+instead; coverage counts it apart from a failure (see ``metrics``). What addresses an AI
+system is cut from the evidence before the map (``quarantine``), and map points that address
+one are dropped; the section records both.
 """
 
 from __future__ import annotations

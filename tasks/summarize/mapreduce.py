@@ -67,9 +67,9 @@ def summarize_section(
         return Section(title, tuple(evidence), (CitedSentence(NOTHING_BEARS, ()),), (), quarantined=tuple(dropped))
     points = [p for p in points if not is_not_stated(p)]
     points = reduce_points(task, points, synthesizer, lambda p: count_tokens(p.text), budget)
-    request = MergeRequest(task, tuple(points), SECTION_SENTENCES)
+    merging = MergeRequest(task, tuple(points), SECTION_SENTENCES)
     extract = (
-        (lambda: fallback.synthesize(SynthesisRequest(request.instruction, evidence, max_sentences=SECTION_SENTENCES)))
+        (lambda: fallback.synthesize(SynthesisRequest(task, evidence, max_sentences=SECTION_SENTENCES)))
         if fallback
         else None
     )
@@ -81,7 +81,7 @@ def summarize_section(
         section = validated_section(
             title,
             evidence,
-            lambda feedback: synthesizer.merge(replace(request, feedback=feedback)),
+            lambda feedback: synthesizer.merge(replace(merging, feedback=feedback)),
             verbatim=synthesizer.verbatim,
             fallback=extract,
         )

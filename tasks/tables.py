@@ -5,7 +5,7 @@ number of cells (an empty cell stays empty: ``Current assets: | |``). Its header
 come first: the rows before the first one that states a figure other than a year.
 
 - ``row_line`` / ``row_cells``: a row as a line and back (``text.table_rows`` finds the row lines).
-- ``is_value`` / ``is_header_row``: what a figure is, and which rows name the columns.
+- ``is_value`` / ``is_header_row`` / ``header_count``: what a figure is, and which rows name the columns.
 - ``tables_in``: the tables of a chunk's text, as header rows and data rows.
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
   debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that.
@@ -85,10 +85,16 @@ def tables_in(text: str) -> list[Table]:
     return found
 
 
-def _table(rows: list[list[str]]) -> Table:
+def header_count(rows: list[list[str]]) -> int:
+    """How many of the rows name columns: those before the first that states a figure other than a year."""
     count = 0
     while count < len(rows) and is_header_row(rows[count]):
         count += 1
+    return count
+
+
+def _table(rows: list[list[str]]) -> Table:
+    count = header_count(rows)
     return Table(tuple(map(tuple, rows[:count])), tuple(map(tuple, rows[count:])))
 
 

@@ -202,6 +202,23 @@ def test_a_ruled_grid_of_words_and_a_figure_becomes_rows_under_its_header_row(by
     assert [b.text for b in blocks if not b.table] == ["Table 1: Fee Schedule", PROSE]
 
 
+def test_a_grid_both_tests_find_is_one_table_the_grid():
+    """Rows ending in two figures and rows of words beside one: both tests find the table. The aligned figures
+    alone take "Billing basis" for the labels' column and lose the row names; the grid's lines give every cell."""
+    rows = [
+        ("Service", "Billing basis", "2024", "2023"),
+        ("Hosting", "per month", "4,500", "4,200"),
+        ("Support", "per month", "2,750", "2,600"),
+        ("Call-out", "per incident", "300", "none"),
+        ("Backup", "per month", "650", "included"),
+    ]
+    blocks = one_page(lambda page: draw_grid(page, rows, top=72))
+    (table,) = tables(blocks)
+    assert table.text.splitlines() == [" | ".join(row) for row in rows]
+    assert table.header_rows == 1
+    assert not [b for b in blocks if not b.table]
+
+
 @pytest.mark.skipif(not (TABLE_FIXTURES / "chinese-tables.pdf").is_file(), reason=f"no {TABLE_FIXTURES}")
 def test_a_ruled_grid_has_the_cells_pymupdf_expects():
     """PyMuPDF's own fixture: its expected cells (the pickle) for the page's grid of figures. The page's other grid

@@ -31,11 +31,13 @@ def flagged_pages(folder: Path) -> dict[str, int]:
             for page in doc:
                 counts["pages"] += 1
                 textpage = page.get_textpage(flags=TEXT_FLAGS)
-                rows = tables._visual_rows(page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage))
-                if tables._count(rows, tables._ends_in_figures) >= tables.MIN_ROWS:
+                figures, cells = tables.page_flags(
+                    page.get_text("dict", sort=True, flags=TEXT_FLAGS, textpage=textpage)
+                )
+                if figures:
                     counts["figure rows"] += 1
                     counts["figure tables"] += bool(tables.find_tables(page, textpage))
-                if tables._count(rows, tables._is_cell_row) >= tables.MIN_ROWS:
+                if cells:
                     counts["cell rows"] += 1
                     counts["ruled tables"] += bool(tables.ruled_tables(page, textpage))
     return counts

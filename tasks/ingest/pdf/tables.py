@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import pymupdf
 
-from citesum.tasks.tables import is_header_row, is_value, is_year, row_line
+from citesum.tasks.tables import header_count, is_header_row, is_value, is_year, row_line
 
 MIN_ROWS = 2  # rows of two or more figures a table needs
 MIN_PIECES = 3  # a ruled table's row: its label and two cells or more, MuPDF's separate lines side by side
@@ -73,12 +73,21 @@ class FoundTable:
 
 
 def page_tables(page: pymupdf.Page, textpage: pymupdf.TextPage, data: dict) -> list[FoundTable]:
-    """The page's tables, top to bottom; ``data`` is its text (``get_text("dict")``) from ``textpage``."""
-    rows = _visual_rows(data)
-    found = find_tables(page, textpage) if _count(rows, _ends_in_figures) >= MIN_ROWS else []
-    if _count(rows, _is_cell_row) >= MIN_ROWS:  # the aligned figures' tables first: they have their columns
-        found += [t for t in ruled_tables(page, textpage) if not any(_overlap(t.bbox, f.bbox) for f in found)]
+    """The page's tables, top to bottom; ``data`` is its text (``get_text("dict")``) from ``textpage``. Where a
+    grid and a table of aligned figures overlap, the grid is kept: its lines give the cells, where the figures'
+    alignment took a column of words for the labels and left the row names out (obs-productdesc-en.pdf p.7)."""
+    figures, cells = page_flags(data)
+    grids = ruled_tables(page, textpage) if cells else []
+    aligned = find_tables(page, textpage) if figures else []
+    found = grids + [t for t in aligned if not any(pymupdf.Rect(t.bbox).intersects(g.bbox) for g in grids)]
     return sorted(found, key=lambda t: t.bbox[1])
+
+
+def page_flags(data: dict) -> tuple[bool, bool]:
+    """The two cheap tests on the page's text: ``MIN_ROWS`` rows ending in two figures (for ``find_tables``), and
+    ``MIN_ROWS`` rows of separate pieces with a figure among words (for ``ruled_tables``)."""
+    rows = _visual_rows(data)
+    return _count(rows, _ends_in_figures) >= MIN_ROWS, _count(rows, _is_cell_row) >= MIN_ROWS
 
 
 def _visual_rows(data: dict) -> list[list[str]]:
@@ -363,10 +372,8 @@ def ruled_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTa
             continue  # a grid that lays out prose (a form's descriptions): its sentences stay sentences
         if any(ys[0] < (w[1] + w[3]) / 2 < ys[-1] and not xs[0] < (w[0] + w[2]) / 2 < xs[-1] for w in words):
             continue  # text beside the grid's rows: the grid rules part of a table (its labels stand outside it)
-        header = 0
-        while header < len(rows) and is_header_row(rows[header]):
-            header += 1
-        found.append(FoundTable(tuple(row_line(cells) for cells in rows), header, (xs[0], ys[0], xs[-1], ys[-1])))
+        lines = tuple(row_line(cells) for cells in rows)
+        found.append(FoundTable(lines, header_count(rows), (xs[0], ys[0], xs[-1], ys[-1])))
     return found
 
 
@@ -451,7 +458,3 @@ def _grid_row(
         if low < cy < high and xs[0] < cx < xs[-1]:
             cells[max((i for i in edges if xs[i] < cx), default=0)].append(word)
     return [" ".join(w[4] for line in _rows(cell) for w in line.words) for cell in cells]  # lines top to bottom
-
-
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])

@@ -140,13 +140,18 @@ class ExtractiveSynthesizer:
         of each chunk in ``cover``, then ``EXTRA`` more by relevance. Without (merging points): by relevance alone."""
         if not pool:
             return []
-        asked = question_parts(instruction) if cover else [instruction]
+        asked = question_parts(instruction) if cover else []
         extra = asked if len(asked) > 1 else []  # each thing a compound question asks, embedded apart
         vectors = self._embedder.embed([instruction, *extra] + [s.text for s in pool])
         query, rows = vectors[0], vectors[1 + len(extra) :]
         similarity = rows @ rows.T
         cosine = np.clip(rows @ query, 0.0, None)
         parts = sentence_parts(instruction, pool, cosine)
+        # Each thing asked, judged on its own parts: the whole question's unless it asks two things.
+        asked_vectors = vectors[1 : 1 + len(extra)]
+        each = [
+            sentence_parts(q, pool, np.clip(rows @ v, 0.0, None)) for q, v in zip(extra, asked_vectors, strict=True)
+        ]
         relevance = _mean([*parts, np.array([s.prior for s in pool])])
         near = cosine >= COVER_COSINE * float(cosine.max())
         # Off-topic sentences of a selected chunk stay out even when the section has room.
@@ -154,8 +159,7 @@ class ExtractiveSynthesizer:
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
         picked: list[int] = []
         if cover:  # the evidence's best match to each thing the question asks, wherever its chunk ranked
-            targets = zip(asked, vectors[1 : 1 + len(extra)], strict=True) if extra else [(instruction, query)]
-            picked.extend(best_matches(list(targets), pool, rows, similarity)[:limit])
+            picked.extend(best_matches(each or [parts], similarity)[:limit])
         for label in cover:
             if len(picked) >= limit:
                 break
@@ -175,15 +179,13 @@ class ExtractiveSynthesizer:
         return sorted((pool[i] for i in picked), key=lambda s: s.order)
 
 
-def best_matches(
-    asked: Sequence[tuple[str, np.ndarray]], pool: Sequence[_Sentence], rows: np.ndarray, similarity: np.ndarray
-) -> list[int]:
-    """For each question (its text and vector) the sentence that matches it best by its own relevance, unless
-    that one repeats a sentence already matched: a question asking two things ("How much are the fees and when
-    are invoices due?") gets an answer to each."""
+def best_matches(asked: Sequence[list[np.ndarray]], similarity: np.ndarray) -> list[int]:
+    """For each question (its sentences' own parts of relevance, ``sentence_parts``) the sentence that matches it
+    best, unless that one repeats a sentence already matched: a question asking two things ("How much are the
+    fees and when are invoices due?") gets an answer to each."""
     picked: list[int] = []
-    for question, vector in asked:
-        best = int(np.argmax(_mean(sentence_parts(question, pool, np.clip(rows @ vector, 0.0, None)))))
+    for parts in asked:
+        best = int(np.argmax(_mean(parts)))
         if _fresh(best, picked, similarity):
             picked.append(best)
     return picked

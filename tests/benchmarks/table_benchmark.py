@@ -6,7 +6,7 @@
 Prints:
 - pages flagged by each of ``tables.page_tables``'s cheap tests (rows ending in figures; rows of separate
   pieces, one a figure), as shares of all pages of the PDFs in the folder, and pages where each built a table
-  (a ruled table counted even where an aligned-figures table overlaps it and is kept instead)
+  (a page counted for each test whose table it built, even where both built one and only the grid is kept)
 - for each ``--timed`` file: ``extract_document`` wall time with and without table handling (best of
   ``--repeats`` runs each, alternating, in this process), and the difference as a share of the time without
 """

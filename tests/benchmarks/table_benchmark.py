@@ -4,7 +4,7 @@
         --timed 3M_2018_10K.pdf AMAZON_2017_10K.pdf BOEING_2022_10K.pdf
 
 Prints:
-- pages flagged by each of ``tables.page_tables``'s cheap tests (rows ending in figures; rows of separate
+- pages flagged by each of ``tables.page_flags``' two cheap tests (rows ending in figures; rows of separate
   pieces, one a figure), as shares of all pages of the PDFs in the folder, and pages where each built a table
   (a page counted for each test whose table it built, even where both built one and only the grid is kept)
 - for each ``--timed`` file: ``extract_document`` wall time with and without table handling (best of

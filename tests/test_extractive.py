@@ -190,3 +190,17 @@ def test_a_question_asking_two_things_gets_the_best_match_to_each(embedder):
     assert (texts[-1], ("c6",)) in quoted, draft.raw
     assert any(c == ("c1",) for _, c in quoted)  # the fees are still answered
     assert len(draft.sentences) <= 5
+
+
+def test_evidence_holding_no_word_of_the_question_is_not_stated(embedder):
+    # Asked of a services agreement, the question's words are nowhere in the evidence: quoting its least unrelated
+    # sentences would be a confident, cited answer to a question the documents do not touch.
+    synth = ExtractiveSynthesizer(embedder)
+    ev = tuple(evidence(TERMINATION, FEES, WEATHER, heading="12 Termination"))
+    draft = synth.synthesize(SynthesisRequest("What is the capital of Mongolia and its population?", ev))
+    assert [(s.text, s.citations) for s in draft.sentences] == [("Not stated in the evidence.", ())]
+    assert "capital, mongolia, population" in draft.raw
+
+    # One keyword in the evidence, even only in a chunk's heading, is enough to quote it.
+    heading_only = tuple(evidence(TERMINATION, heading="Section 12: Mongolia"))
+    assert synth.synthesize(SynthesisRequest("What is the capital of Mongolia?", heading_only)).sentences[0].citations

@@ -143,6 +143,16 @@ def test_a_short_correct_answer_is_no_coverage_collapse(ingested):
     assert not [w for w in summary.warnings if w.startswith("Coverage collapse")], summary.warnings
 
 
+def test_a_question_the_corpus_does_not_touch_is_not_stated(ingested):
+    settings, _ = ingested
+    summary = summarize(settings, "What is the capital of Mongolia and its population?")
+
+    (part,) = summary.parts
+    assert [s.text for s in part.section.sentences] == ["Not stated in the evidence."]
+    assert not cited(summary)  # no finding, so no citation
+    assert "Closest passages, not findings" in summary.markdown()  # the reader can still check
+
+
 def test_exhaustive_mode_reaches_every_section(ingested):
     settings, placed = ingested
     summary = summarize(settings, "Summarize every obligation", documents=[AGREEMENT])

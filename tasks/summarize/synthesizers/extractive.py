@@ -14,7 +14,12 @@ asking two things, ``question_parts``, the best match to each), then the
 best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
-each sentence cites the chunk it came from. A sentence over ``MAX_WORDS`` (common in
+each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading) holds
+a single keyword of the instruction, nothing bears on it: the synthesizer says "Not stated in the
+evidence." instead of quoting the least unrelated sentences ("What is the capital of Mongolia?" asked
+of a services agreement). The test is deliberately literal: a sharper measure of whether evidence
+answers a question (cosine, keyword share, names absent from the candidates) separated none of the
+development sets' unanswerable questions from the answerable ones (README, Summary quality). A sentence over ``MAX_WORDS`` (common in
 contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" and item
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
 A table row is quoted as its finding, its label and each value under its column's name
@@ -36,6 +41,7 @@ from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.rerank import coverage, local_idf, terms
 from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query, question_parts
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
+from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import normalize_space, sentences, split_sentences, table_rows, tokens
 
@@ -85,6 +91,13 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "") -> l
     return found
 
 
+def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:
+    """The instruction's keywords when no chunk of the evidence (text or heading) holds any of them, else []."""
+    keywords = list(dict.fromkeys(terms(keyword_query(instruction))))
+    held = set(terms(" ".join(f"{e.candidate.chunk.heading} {e.text}" for e in evidence)))
+    return [] if held.intersection(keywords) else keywords
+
+
 def _statement(sentence: str, keywords: set[str]) -> bool:
     """Long enough to say something (or short and naming what was asked), short enough to quote."""
     count = word_count(sentence)
@@ -117,6 +130,11 @@ class ExtractiveSynthesizer:
         self.context_tokens = context_tokens
 
     def synthesize(self, request: SynthesisRequest) -> Draft:
+        if missing := keywords_missing(request.instruction, request.evidence):
+            return Draft(
+                sentences=(CitedSentence(NOT_STATED, ()),),
+                raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
+            )
         pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]
         return self._draft(self._select(request.instruction, pool, request.max_sentences, cover=chunks[:COVER]))

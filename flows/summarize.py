@@ -62,7 +62,9 @@ def summarize(
         parts = every_section(store, document_ids, synthesizer, fallback, embedder, question)
     else:
         plan = (
-            [Step("Summary", question, document_ids)] if mode == "query" else topic_plan(store, document_ids, question)
+            [Step("Summary", question, document_ids, is_question=True)]
+            if mode == "query"
+            else topic_plan(store, document_ids, question)
         )
         reranker = load_reranker(settings.summarize.reranker, embedder)
         parts = retrieved_parts(plan, store, embedder, reranker, synthesizer, fallback, settings)
@@ -94,6 +96,7 @@ class Step(NamedTuple):
     documents: tuple[str, ...]
     own: tuple[str, ...] = ()  # a topic's own chunks, searched first
     short: bool = False  # its own chunks are too few: the rest of its documents are searched too
+    is_question: bool = False  # the user's question itself, which the evidence may not answer
 
 
 def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | None) -> list[Step]:
@@ -105,12 +108,12 @@ def retrieved_parts(
     plan: list[Step], store, embedder, reranker, synthesizer, fallback, settings: Settings
 ) -> list[SummaryPart]:
     """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation (and fallback)."""
-    titles, queries, scopes, owns, shorts = (list(c) for c in zip(*plan, strict=True)) if plan else ([],) * 5
+    titles, queries, scopes, owns, shorts, questions = (list(c) for c in zip(*plan, strict=True)) if plan else ([],) * 6
     candidates = retrieve_candidates.map(
         queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates, owns, shorts
     )
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
-    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback))
+    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions)
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)
     ]

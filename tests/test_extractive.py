@@ -197,10 +197,14 @@ def test_evidence_holding_no_word_of_the_question_is_not_stated(embedder):
     # sentences would be a confident, cited answer to a question the documents do not touch.
     synth = ExtractiveSynthesizer(embedder)
     ev = tuple(evidence(TERMINATION, FEES, WEATHER, heading="12 Termination"))
-    draft = synth.synthesize(SynthesisRequest("What is the capital of Mongolia and its population?", ev))
+    asked = SynthesisRequest("What is the capital of Mongolia and its population?", ev, is_question=True)
+    draft = synth.synthesize(asked)
     assert [(s.text, s.citations) for s in draft.sentences] == [("Not stated in the evidence.", ())]
     assert "capital, mongolia, population" in draft.raw
 
     # One keyword in the evidence, even only in a chunk's heading, is enough to quote it.
     heading_only = tuple(evidence(TERMINATION, heading="Section 12: Mongolia"))
-    assert synth.synthesize(SynthesisRequest("What is the capital of Mongolia?", heading_only)).sentences[0].citations
+    asked_of_heading = SynthesisRequest("What is the capital of Mongolia?", heading_only, is_question=True)
+    assert synth.synthesize(asked_of_heading).sentences[0].citations
+    # A topic or "summarize this section" is no question: its evidence is quoted whatever its words.
+    assert synth.synthesize(SynthesisRequest("Mongolia", ev)).sentences[0].citations

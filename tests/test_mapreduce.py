@@ -96,3 +96,23 @@ def test_an_exhaustive_section_answers_the_request_not_a_summary_of_itself(embed
     assert not any("notice" in t for t in texts), texts  # the notice rules answer nothing asked
     summarized = summarize_section("12 Termination", termination, synthesizer, lambda t: len(t.split()))
     assert any("notice" in s.text for s in summarized.sentences)  # without a request, the section is summarized
+
+
+def test_a_section_holding_no_word_of_the_request_says_nothing_bears_but_is_summarized_unasked(embedder):
+    # A memo without headings is one "(front matter)" section; none of its words are in the request, nor in the
+    # generic instruction used when there is no request, which must still summarize it.
+    from citesum.tasks.summarize.mapreduce import NOTHING_BEARS, summarize_section
+    from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
+    from tests.summary_fixtures import evidence
+
+    memo = evidence(
+        "Label each crate with your name, your team and the number of your new desk. "
+        "IT equipment will be moved by the IT team over the weekend."
+    )
+    synthesizer, count = ExtractiveSynthesizer(embedder), lambda t: len(t.split())
+    asked = summarize_section(
+        "memo.pdf: (front matter)", memo, synthesizer, count, request="What are the payment terms?"
+    )
+    assert [(s.text, s.citations) for s in asked.sentences] == [(NOTHING_BEARS, ())]
+    unasked = summarize_section("memo.pdf: (front matter)", memo, synthesizer, count)
+    assert unasked.sentences and all(s.citations == ("c1",) for s in unasked.sentences), unasked.sentences

@@ -62,11 +62,12 @@ def write_section(
     *,
     max_sentences: int = 5,
     fallback: Synthesizer | None = None,
+    is_question: bool = False,
 ) -> Section:
     """Synthesize a section from its evidence (quarantined first), validated, with one retry, then the
-    fallback if nothing held."""
+    fallback if nothing held. ``is_question``: the instruction is the user's question (``SynthesisRequest``)."""
     evidence, cut = quarantine(evidence)
-    request = SynthesisRequest(instruction, evidence, max_sentences=max_sentences)
+    request = SynthesisRequest(instruction, evidence, max_sentences=max_sentences, is_question=is_question)
     section = validated_section(
         title,
         evidence,

@@ -61,15 +61,19 @@ def summarize_section(
     evidence, cut = quarantine(evidence)
     budget = int(synthesizer.context_tokens * BATCH_SHARE)
     dropped: list[Quarantined] = list(cut)
-    task = instruction(title, request)
-    points = map_points(task, evidence, synthesizer, lambda e: count_tokens(e.text), budget, dropped)
+    task, asked = instruction(title, request), bool(request and request.strip())
+    points = map_points(task, evidence, synthesizer, lambda e: count_tokens(e.text), budget, dropped, asked)
     if points and all(is_not_stated(p) for p in points):  # every batch answered that nothing in it does
         return Section(title, tuple(evidence), (CitedSentence(NOTHING_BEARS, ()),), (), quarantined=tuple(dropped))
     points = [p for p in points if not is_not_stated(p)]
     points = reduce_points(task, points, synthesizer, lambda p: count_tokens(p.text), budget)
     merging = MergeRequest(task, tuple(points), SECTION_SENTENCES)
     extract = (
-        (lambda: fallback.synthesize(SynthesisRequest(task, evidence, max_sentences=SECTION_SENTENCES)))
+        (
+            lambda: fallback.synthesize(
+                SynthesisRequest(task, evidence, max_sentences=SECTION_SENTENCES, is_question=asked)
+            )
+        )
         if fallback
         else None
     )
@@ -98,13 +102,16 @@ def map_points(
     cost: Callable[[Evidence], int],
     budget: int,
     quarantined: list[Quarantined] | None = None,
+    is_question: bool = False,
 ) -> list[CitedSentence]:
     """Cited points from every batch of chunks; points failing validation are dropped here, and points that
-    address an AI system too (added to ``quarantined``)."""
+    address an AI system too (added to ``quarantined``). ``is_question``: ``task`` is the user's request."""
     texts = {e.label: e.text for e in evidence}
     points: list[CitedSentence] = []
     for batch in batches(evidence, cost, budget):
-        request = SynthesisRequest(task, tuple(batch), max_sentences=POINTS_PER_CHUNK * len(batch))
+        request = SynthesisRequest(
+            task, tuple(batch), max_sentences=POINTS_PER_CHUNK * len(batch), is_question=is_question
+        )
         draft = synthesizer.synthesize(request)
         kept, found = screen(draft.sentences, batch)
         if quarantined is not None:

@@ -191,7 +191,7 @@ def run_question(
         candidates = retrieve_candidates.fn(question.question, store, embedder, scope, settings.summarize.candidates)
         evidence = select_evidence.fn(question.question, candidates, reranker, settings.summarize.evidence)
         selected = time.perf_counter()
-        section = write_part.fn("Summary", question.question, evidence, synthesizer)
+        section = write_part.fn("Summary", question.question, evidence, synthesizer, is_question=True)
         written = time.perf_counter()
     ours = _claims(section)
     count = sum(not c.not_stated for c in ours)

@@ -180,10 +180,15 @@ def select_evidence(
 
 @task(name="synthesize", task_run_name="synthesize {title}", tags=[LLM_TAG], **SYNTH_TASK)
 def write_part(
-    title: str, query: str, evidence: list[Evidence], synthesizer: Synthesizer, fallback: Synthesizer | None = None
+    title: str,
+    query: str,
+    evidence: list[Evidence],
+    synthesizer: Synthesizer,
+    fallback: Synthesizer | None = None,
+    is_question: bool = False,
 ) -> Section:
     started = time.perf_counter()
-    section = write_section(title, query, evidence, synthesizer, fallback=fallback)
+    section = write_section(title, query, evidence, synthesizer, fallback=fallback, is_question=is_question)
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
 

@@ -21,6 +21,9 @@ class SynthesisRequest:
     evidence: tuple[Evidence, ...]
     feedback: str = ""  # on a retry: what failed validation last time, said to the model
     max_sentences: int = 5
+    # The instruction is the user's question or request, which the evidence may not answer ("Not stated in the
+    # evidence."); a topic or "summarize this section" always has something to say.
+    is_question: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ best sentence of each other of the first ``COVER`` evidence chunks, in rank orde
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
 each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading) holds
-a single keyword of the instruction, nothing bears on it: the synthesizer says "Not stated in the
+a single keyword of the user's question (``is_question``), nothing bears on it: the synthesizer says "Not stated in the
 evidence." instead of quoting the least unrelated sentences ("What is the capital of Mongolia?" asked
 of a services agreement). The test is deliberately literal: a sharper measure of whether evidence
 answers a question (cosine, keyword share, names absent from the candidates) separated none of the
@@ -130,7 +130,7 @@ class ExtractiveSynthesizer:
         self.context_tokens = context_tokens
 
     def synthesize(self, request: SynthesisRequest) -> Draft:
-        if missing := keywords_missing(request.instruction, request.evidence):
+        if request.is_question and (missing := keywords_missing(request.instruction, request.evidence)):
             return Draft(
                 sentences=(CitedSentence(NOT_STATED, ()),),
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",

@@ -14,12 +14,13 @@ asking two things, ``question_parts``, the best match to each), then the
 best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
-each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading) holds
-a single keyword of the user's question (``is_question``), nothing bears on it: the synthesizer says "Not stated in the
-evidence." instead of quoting the least unrelated sentences ("What is the capital of Mongolia?" asked
-of a services agreement). The test is deliberately literal: a sharper measure of whether evidence
-answers a question (cosine, keyword share, names absent from the candidates) separated none of the
-development sets' unanswerable questions from the answerable ones (README, Summary quality). A sentence over ``MAX_WORDS`` (common in
+each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading)
+holds a single keyword of the user's question (``is_question``), nothing bears on it: the
+synthesizer says "Not stated in the evidence." instead of quoting the least unrelated sentences
+("What is the capital of Mongolia?" asked of a services agreement). The test is deliberately
+literal: a sharper measure of whether evidence answers a question (cosine, keyword share, names
+absent from the candidates) separated none of the development sets' unanswerable questions from
+the answerable ones (README, Summary quality). A sentence over ``MAX_WORDS`` (common in
 contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" and item
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
 A table row is quoted as its finding, its label and each value under its column's name

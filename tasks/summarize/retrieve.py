@@ -231,6 +231,7 @@ def pool_depth(k: int) -> int:
     the top of the keyword views, and at 4k a page the lists rank just past the cut got no votes:
     candidate hit@50 / evidence hit@8 at 4k, 5k, 6k and 8k, FinanceBench .966/.847, .983/.864,
     .983/.864, .983/.847; MMLongBench-Doc .981/.907, .981/.901, .981/.907, .981/.907 (2026-12-02).
+    6k costs about 12 ms a question over 4k (median 59 ms against 47 ms, FinanceBench, vectors cached).
     """
     return max(6 * k, 40)
 

@@ -7,8 +7,11 @@ import numpy as np
 from citesum.tasks.summarize.topics import (
     MAX_TOPICS,
     SHORT_TOPIC_WORDS,
+    TITLE_CHARS,
     characteristic_terms,
+    document_titles,
     section_rows,
+    topic_title,
     topics_from_clusters,
     topics_from_headings,
 )
@@ -32,6 +35,41 @@ def test_document_title_is_skipped_and_every_section_lands_in_one_topic():
     assert grouped == SECTIONS  # all 13, in order, each once
     assert all(t.origin == "headings" and t.document_ids == ("agreement.pdf",) for t in topics)
     assert topics[0].query.startswith("Section 1")  # numbering is not searched for
+
+
+def test_a_running_title_under_a_cover_page_is_skipped_and_the_cover_is_front_matter():
+    """A filing: its cover page has headings of its own, then every chunk runs under "3M COMPANY"."""
+    cover = ["UNITED STATES SECURITIES AND EXCHANGE COMMISSION", "FORM 10-K"]
+    body = [f"3M COMPANY > {s}" for s in SECTIONS for _ in range(2)]
+    data = rows(cover + body)
+
+    assert document_titles(data)["agreement.pdf"].headings == ("3M COMPANY",)
+    assert [k.title for k in section_rows(data)] == ["(front matter)", *SECTIONS]
+    topics = topics_from_headings(data)
+    assert [title for t in topics for title in t.title.split("; ")] == SECTIONS
+
+
+def test_title_levels_are_skipped_one_below_the_other_and_a_long_last_section_is_no_title():
+    inner = "FORM 10-K > BEST BUY FISCAL 2019 FORM 10-K"
+    data = rows(["FORM 10-K", "FORM 10-K > CAUTIONARY STATEMENT"] + [f"{inner} > {s}" for s in SECTIONS] * 2)
+    assert document_titles(data)["agreement.pdf"].headings == ("FORM 10-K", "BEST BUY FISCAL 2019 FORM 10-K")
+    assert [k.title for k in section_rows(data)][0] == "(front matter)"
+
+    # The last section holds most chunks (a paper's references), but not nine in ten: a section, not a title.
+    data = rows([*SECTIONS[:5], *["6 References"] * 40])
+    assert document_titles(data) == {}
+    assert [k.title for k in section_rows(data)] == [*SECTIONS[:5], "6 References"]
+
+
+def test_a_topic_of_many_sections_is_titled_by_its_first_and_last():
+    assert topic_title(["1 Scope", "2 Fees"]) == "1 Scope; 2 Fees"
+    names = [f"NOTE {n}. A note on the accounts of the year" for n in range(1, 8)]
+    assert topic_title(names) == f"{names[0]} … {names[-1]} (7 sections)"
+    many = [f"NOTE {n}. Accounting policy number {n}" for n in range(1, 61)]
+    topics = topics_from_headings(rows([f"ANNUAL REPORT > {s}" for s in many]))
+    assert len(topics) == MAX_TOPICS and all(len(t.title) <= 2 * TITLE_CHARS for t in topics)
+    assert topics[0].title.startswith("NOTE 1. ") and "sections)" in topics[0].title
+    assert "NOTE 1. Accounting policy number 1; NOTE 2." in topics[0].query  # retrieval still searches every name
 
 
 def test_few_sections_give_no_heading_topics():

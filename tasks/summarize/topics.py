@@ -1,10 +1,14 @@
 """Topics for a summary without a question: from headings, else from clusters.
 
-A document's top-level sections come from its heading paths; a heading shared by
-every chunk of the document (its title) is skipped. With at least ``MIN_TOPICS``
-sections, consecutive sections are grouped into at most ``MAX_TOPICS`` topics so
-nothing is left out; otherwise chunk embeddings are clustered and each cluster is
-named by its characteristic terms.
+A document's top-level sections come from its heading paths, below its title: a
+heading that the document's chunks share from some chunk to the last, ``TITLE_SHARE``
+of them or more (a filing's running "3M COMPANY" under a cover page of its own), and
+likewise a heading below it ("FORM 10-K > BEST BUY FISCAL 2019 FORM 10-K"). Chunks
+before the title are front matter. With at least ``MIN_TOPICS`` sections, consecutive
+sections are grouped into at most ``MAX_TOPICS`` topics so nothing is left out, each
+titled by its sections' names, or by the first and the last when the names would not
+fit a line; otherwise chunk embeddings are clustered and each cluster is named by its
+characteristic terms.
 
 A part that holds only its title, or fewer than ``HANDFUL`` words besides its
 headings, is not a section: it is neither a topic nor a part of an exhaustive
@@ -27,6 +31,8 @@ from citesum.tasks.text import content_words, split_heading, words
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8
+TITLE_SHARE = 0.9  # a heading over this share of a document's chunks, from one chunk to the last, is its title
+TITLE_CHARS = 80  # a topic title longer than a line names its first and last sections only
 HANDFUL = 5  # words besides the headings: fewer, and a part is a title or a stray line, not a section
 SHORT_TOPIC_WORDS = 60  # about three sentences: a topic with less text takes evidence from elsewhere too
 FRONT_MATTER = "(front matter)"  # text before the first heading, or under the title alone
@@ -49,19 +55,43 @@ class SectionKey:
     title: str
 
 
-def document_titles(rows: Sequence[Mapping]) -> dict[str, str]:
-    """Per document, a first heading shared by all its chunks (the document title), if any."""
-    firsts: dict[str, set[str]] = {}
-    for row in rows:
-        firsts.setdefault(row["document_id"], set()).add(split_heading(row["heading"])[0] if row["heading"] else "")
-    return {doc: next(iter(heads)) for doc, heads in firsts.items() if len(heads) == 1 and "" not in heads}
+@dataclass(frozen=True)
+class DocumentTitle:
+    headings: tuple[str, ...]  # outermost first
+    first: int  # ordinal of its first chunk: the chunks before it (a cover page) are front matter
 
 
-def top_section(row: Mapping, titles: Mapping[str, str]) -> SectionKey:
+def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
+    """Per document with a title, its title headings (see the module docstring)."""
+    chunks: dict[str, list[Mapping]] = {}
+    for row in sorted(rows, key=lambda r: r["ordinal"]):
+        chunks.setdefault(row["document_id"], []).append(row)
+    titles = {}
+    for doc, group in chunks.items():
+        paths = [split_heading(row["heading"]) for row in group]
+        headings: list[str] = []
+        start = len(paths)
+        while len(paths[-1]) > len(headings):
+            prefix = paths[-1][: len(headings) + 1]  # the last chunk's path runs under every title heading
+            begin = len(paths)
+            while begin > 0 and paths[begin - 1][: len(prefix)] == prefix:
+                begin -= 1
+            if len(paths) - begin < TITLE_SHARE * len(paths):
+                break
+            headings, start = prefix, begin
+        if headings:
+            titles[doc] = DocumentTitle(tuple(headings), group[start]["ordinal"])
+    return titles
+
+
+def top_section(row: Mapping, titles: Mapping[str, DocumentTitle]) -> SectionKey:
     """The top-level section a chunk belongs to, below the document title."""
     parts = split_heading(row["heading"])
-    if parts and titles.get(row["document_id"]) == parts[0]:
-        parts = parts[1:]
+    title = titles.get(row["document_id"])
+    if title is not None:
+        if row["ordinal"] < title.first:
+            return SectionKey(row["document_id"], FRONT_MATTER)
+        parts = parts[len(title.headings) :]
     return SectionKey(row["document_id"], parts[0] if parts else FRONT_MATTER)
 
 
@@ -102,7 +132,15 @@ def _heading_topic(group: Sequence[SectionKey], members: Sequence[Mapping]) -> T
     titles = [key.title for key in group]
     query = "; ".join(_NUMBERING.sub("", t) for t in titles)
     docs = tuple(dict.fromkeys(k.document_id for k in group))
-    return Topic("; ".join(titles), query, docs, "headings", *_own(members))
+    return Topic(topic_title(titles), query, docs, "headings", *_own(members))
+
+
+def topic_title(sections: Sequence[str]) -> str:
+    """The sections' names, or the first and the last when they would not fit a line (a filing's notes)."""
+    joined = "; ".join(sections)
+    if len(sections) <= 2 or len(joined) <= TITLE_CHARS:
+        return joined
+    return f"{sections[0]} … {sections[-1]} ({len(sections)} sections)"
 
 
 def _own(members: Sequence[Mapping]) -> tuple[tuple[str, ...], bool]:

@@ -5,13 +5,15 @@ topic brief (no question, extractive synthesizer) of each document is run throug
 document and in total:
 
 - ``own_section_share``: of the chunks cited by heading topics, the share that lie in one of the
-  topic's own top-level sections (a topic's title lists its sections, joined by "; ");
+  topic's own top-level sections (its ``chunk_ids``);
 - ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
   case-insensitive), counting each repeat after the first.
 
-Prints JSON.
+Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
+development set's filings) instead of the sample corpus.
 
     python tests/benchmarks/topics_benchmark.py
+    python tests/benchmarks/topics_benchmark.py --db /tmp/fb 3M_2018_10K.pdf BOEING_2022_10K.pdf
 """
 
 from __future__ import annotations
@@ -44,22 +46,23 @@ def repeated_sentences(texts) -> int:
 
 def measure(summary, rows) -> dict:
     """Own-section share of the heading topics' citations and repeated sentences of one summary."""
-    from citesum.tasks.summarize.topics import document_titles, top_section
+    from citesum.tasks.summarize.topics import topics_from_headings
 
-    titles = document_titles(rows)
-    section_of = {r["chunk_id"]: top_section(r, titles).title for r in rows}
+    own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics_from_headings(rows)}
     own = cited = 0
     for part in summary.parts:
-        wanted = set(part.section.title.split("; "))
+        wanted = own_chunks.get(part.section.title, set())
         by_label = {e.label: e.chunk_id for e in part.section.evidence}
         chunks = {by_label[label] for s in part.section.sentences for label in s.citations}
         cited += len(chunks)
-        own += sum(section_of[c] in wanted for c in chunks)
+        own += len(chunks & wanted)
     texts = [s.text for part in summary.parts for s in part.section.sentences]
     return {"cited_chunks": cited, "own_section": own, "repeated_sentences": repeated_sentences(texts)}
 
 
 def main() -> None:
+    import argparse
+
     from prefect.testing.utilities import prefect_test_harness
 
     from citesum.flows.ingest import run_ingest
@@ -69,16 +72,25 @@ def main() -> None:
     from citesum.tasks.summarize.tasks import chunk_rows
     from citesum.tasks.summarize.topics import topics_from_headings
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="an existing store to brief instead of the sample corpus")
+    parser.add_argument("documents", nargs="*", help="with --db: the documents to brief (default: all)")
+    args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="citesum-topics-"))
-    load_sample_corpus().write_sample_corpus(root / "corpus")
+    if args.db is None:
+        load_sample_corpus().write_sample_corpus(root / "corpus")
     settings = Settings(
-        corpus=root / "corpus", db=str(root / "db"), runs_dir=root / "runs", ollama_host="http://127.0.0.1:9"
+        corpus=root / "corpus",
+        db=args.db or str(root / "db"),
+        runs_dir=root / "runs",
+        ollama_host="http://127.0.0.1:9",
     )
     results: dict[str, dict] = {}
     with prefect_test_harness(server_startup_timeout=120):
-        assert run_ingest(None, settings).is_completed()
+        if args.db is None:
+            assert run_ingest(None, settings).is_completed()
         store = LanceStore.open(settings.store.db)
-        for document in sorted(store.documents()):
+        for document in args.documents or sorted(store.documents()):
             state = run_summarize(None, [document], "topics", "extractive", settings)
             summary = state.result()
             rows = chunk_rows(store, (document,))

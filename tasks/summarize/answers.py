@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 from citesum.tasks.text import words
 
@@ -32,13 +33,14 @@ def _decimals(number: str) -> int:
 
 
 def _figure_in(answer: str, text: str) -> bool:
-    """A number of the text equals the figure, or rounds to it at the figure's precision ("24.26" ~ 24.2587)."""
-    value = figure(answer)
-    digits = _decimals(_FIGURE.fullmatch(answer.strip().rstrip(".")).group(1))
+    """A number of the text equals the figure, or rounds half up to it at the figure's precision ("24.26" ~
+    24.2587, "2.0" ~ 1.95). Decimal, as written: a float rounds 1.95 down, its nearest binary value being below."""
+    value = Decimal(str(figure(answer)))
+    step = Decimal(1).scaleb(-_decimals(_FIGURE.fullmatch(answer.strip().rstrip(".")).group(1)))
     for raw in _NUMBER.findall(text):
-        number = float(raw.replace(",", ""))
+        number = Decimal(raw.replace(",", ""))
         for candidate in (number, -number) if value < 0 else (number,):
-            if candidate == value or round(candidate, digits) == value:
+            if candidate == value or candidate.quantize(step, rounding=ROUND_HALF_UP) == value:
                 return True
     return False
 

@@ -2,7 +2,7 @@
 the summary evaluation's "answer found".
 
 A figure ("$1577.00", "24.3%", "1,577") is found as a number of the text, formatting aside and rounded
-to the answer's precision; any other answer as whole words, case, punctuation and thousands
+half up to the answer's precision; any other answer as whole words, case, punctuation and thousands
 separators aside; a list answer ("['UK', 'Israel']") when every item is. Whole numbers and words
 matter: a substring test finds "5" in "2015" and "Yes" in "Yesterday".
 """

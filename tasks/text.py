@@ -88,6 +88,19 @@ def table_rows(text: str) -> list[tuple[int, int]]:
     return rows
 
 
+# A line of a table of contents: words, then a page number after a space or dot leaders ("Item 2. Properties 18").
+_CONTENTS_LINE = re.compile(r"^(?=.*[^\W\d_])[^|$]*?(?:\.{3,}|…+|\s)\s*(\d{1,3})$")
+
+
+def is_contents(text: str) -> bool:
+    """A table of contents: three or more lines, four in five of them (or more) name an entry and end in its page
+    number, and the numbers never fall. The last test tells it from a list of names and counts (directors and their
+    meetings attended, officers and their years), whose numbers go up and down."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    pages = [int(m.group(1)) for line in lines if (m := _CONTENTS_LINE.match(line))]
+    return len(pages) >= 3 and len(pages) >= 0.8 * len(lines) and pages == sorted(pages)
+
+
 def _adjacent(text: str, end: int, start: int) -> bool:
     """Only line breaks (a blank line at most) between two lines."""
     return text[end:start].count("\n") <= 2 and not text[end:start].strip()

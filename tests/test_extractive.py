@@ -7,6 +7,7 @@ from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesize
 from citesum.tasks.summarize.validate import validate
 from citesum.tasks.text import normalize_space
 from tests.summary_fixtures import evidence, evidence_of
+from tests.test_text import FILING_CONTENTS
 
 TERMINATION = (
     "12.1 Either party may terminate this Agreement for convenience on ninety days' written notice. "
@@ -208,3 +209,19 @@ def test_evidence_holding_no_word_of_the_question_is_not_stated(embedder):
     assert synth.synthesize(asked_of_heading).sentences[0].citations
     # A topic or "summarize this section" is no question: its evidence is quoted whatever its words.
     assert synth.synthesize(SynthesisRequest("Mongolia", ev)).sentences[0].citations
+
+
+def test_a_brief_quotes_no_table_of_contents_and_a_question_still_may(embedder):
+    """Sentence splitting runs a filing's contents into "Properties 18 Item 3."-like statements: navigation, not
+    findings. A question may ask where something is, so only a part written unasked leaves the contents out."""
+    ev = evidence(FILING_CONTENTS, "Item 3. Legal Proceedings. Multiple legal actions have been filed against us.")
+    synth = ExtractiveSynthesizer(embedder)
+
+    brief = synth.synthesize(SynthesisRequest("Legal proceedings and properties", tuple(ev), max_sentences=4))
+    assert brief.sentences and all(s.citations == ("c2",) for s in brief.sentences), brief.raw
+
+    asked = SynthesisRequest("On which page are the legal proceedings?", tuple(ev), 4, is_question=True)
+    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
+
+    only = SynthesisRequest("Legal proceedings", tuple(ev[:1]), max_sentences=2)  # nothing else to say
+    assert synth.synthesize(only).sentences

@@ -13,6 +13,7 @@ from citesum.tasks.text import (
     content_words,
     evidence_label,
     find_labels,
+    is_contents,
     join_heading,
     normalize_space,
     sentences,
@@ -212,3 +213,39 @@ def test_enumerations_start_pieces_only_when_asked():
         "and",
         "(iv) keep records.",
     ]
+
+
+# --- tables of contents ----------------------------------------------------------------
+
+FILING_CONTENTS = (
+    "Item 1. Business 1\n\nItem 1A. Risk Factors 6\n\nItem 1B. Unresolved Staff Comments 17\n\n"
+    "Item 2. Properties 18\n\nItem 3. Legal Proceedings 18\n\nItem 4. Mine Safety Disclosures 18"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        FILING_CONTENTS,  # BOEING_2022_10K p.2
+        "Page\nReport of Independent Registered Public Accounting Firm 37\nConsolidated Statements of Operations 38\n"
+        "Consolidated Statements of Cash Flows 40\nNotes to Consolidated Financial Statements 43",
+        "Executive Summary .......... 1\nIntroduction .......... 1\nHamilton County .......... 2\nTowns .......... 8",
+    ],
+)
+def test_a_table_of_contents_is_recognised(text: str) -> None:
+    assert is_contents(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # names and counts, not pages: the numbers go up and down (a board's meetings attended)
+        "1 Mr. O.P. Vaish Non-Executive & Independent 3\n2 Mr. Lalit Bhasin Non-Executive & Independent 2\n"
+        "3 Mr. Anup N. Kothari Non-Executive & Independent 3",
+        "Item 1. Business 1\nItem 1A. Risk Factors 6",  # two lines are not enough to tell
+        "The Company operates 18 plants.\nIt employs 2,400 people in 12 countries.\nSales rose by 4 percent.",
+        "Net sales | 5,349 | 4,858\nCost of sales | 2,901 | 2,640\nGross profit | 2,448 | 2,218",  # table rows
+    ],
+)
+def test_other_text_is_no_table_of_contents(text: str) -> None:
+    assert not is_contents(text)

@@ -24,7 +24,8 @@ the answerable ones (README, Summary quality). A sentence over ``MAX_WORDS`` (co
 contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" and item
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
 A table row is quoted as its finding, its label and each value under its column's name
-("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row.
+("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
+unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), unless that is all its evidence.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -44,7 +45,7 @@ from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query, q
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
-from citesum.tasks.text import normalize_space, sentences, split_sentences, table_rows, tokens
+from citesum.tasks.text import is_contents, normalize_space, sentences, split_sentences, table_rows, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 SHORT_WORDS = 2  # ... unless they hold a keyword of the instruction: a lookup's answer ("Little Rock AR01 2.")
@@ -64,10 +65,14 @@ class _Sentence:
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
 
 
-def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "") -> list[_Sentence]:
+def evidence_sentences(
+    evidence: Sequence[Evidence], instruction: str = "", *, contents: bool = True
+) -> list[_Sentence]:
     """Every statement-like sentence of the evidence, once, with the label of its first chunk.
 
-    A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``."""
+    A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``contents=False``: a
+    chunk that is a table of contents (``is_contents``) gives none; a brief quoting "Properties 18 Item 3."
+    says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction)))
     seen: set[str] = set()
     found: list[_Sentence] = []
@@ -76,6 +81,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "") -> l
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
+        if not contents and is_contents(text):
+            continue
         rows, row_spans = row_findings(text), set(table_rows(text))
         for start, end in split_sentences(text):
             if (start, end) in row_spans:  # a header or label row is no finding
@@ -136,7 +143,9 @@ class ExtractiveSynthesizer:
                 sentences=(CitedSentence(NOT_STATED, ()),),
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
             )
-        pool = evidence_sentences(request.evidence, request.instruction)
+        pool = evidence_sentences(request.evidence, request.instruction, contents=request.is_question)
+        if not pool:  # a part that is nothing but a table of contents still says what it lists
+            pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]
         return self._draft(self._select(request.instruction, pool, request.max_sentences, cover=chunks[:COVER]))
 

@@ -7,7 +7,8 @@ document and in total:
 - ``own_section_share``: of the chunks cited by heading topics, the share that lie in one of the
   topic's own top-level sections (its ``chunk_ids``);
 - ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
-  case-insensitive), counting each repeat after the first.
+  case-insensitive), counting each repeat after the first;
+- ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``).
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus.
@@ -47,17 +48,25 @@ def repeated_sentences(texts) -> int:
 def measure(summary, rows) -> dict:
     """Own-section share of the heading topics' citations and repeated sentences of one summary."""
     from citesum.tasks.summarize.topics import topics_from_headings
+    from citesum.tasks.text import is_contents
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics_from_headings(rows)}
-    own = cited = 0
+    contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
+    own = cited = from_contents = 0
     for part in summary.parts:
         wanted = own_chunks.get(part.section.title, set())
         by_label = {e.label: e.chunk_id for e in part.section.evidence}
         chunks = {by_label[label] for s in part.section.sentences for label in s.citations}
         cited += len(chunks)
         own += len(chunks & wanted)
+        from_contents += sum(any(by_label[c] in contents for c in s.citations) for s in part.section.sentences)
     texts = [s.text for part in summary.parts for s in part.section.sentences]
-    return {"cited_chunks": cited, "own_section": own, "repeated_sentences": repeated_sentences(texts)}
+    return {
+        "cited_chunks": cited,
+        "own_section": own,
+        "repeated_sentences": repeated_sentences(texts),
+        "contents_quoted": from_contents,
+    }
 
 
 def main() -> None:
@@ -101,6 +110,7 @@ def main() -> None:
     total = {
         "own_section_share": round(own / cited, 3) if cited else None,
         "repeated_sentences": sum(r["repeated_sentences"] for r in results.values()),
+        "contents_quoted": sum(r["contents_quoted"] for r in results.values()),
     }
     print(json.dumps({"documents": results, "total": total}, indent=2))
 

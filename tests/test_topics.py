@@ -55,6 +55,10 @@ def test_title_levels_are_skipped_one_below_the_other_and_a_long_last_section_is
     assert document_titles(data)["agreement.pdf"].headings == ("FORM 10-K", "BEST BUY FISCAL 2019 FORM 10-K")
     assert [k.title for k in section_rows(data)][0] == "(front matter)"
 
+    # A heading with nothing under it is the section, however many chunks share it.
+    assert [k.title for k in section_rows(rows(["REPORT > Findings"] * 6))] == ["Findings"]
+    assert [k.title for k in section_rows(rows(["Findings"] * 6))] == ["Findings"]
+
     # The last section holds most chunks (a paper's references), but not nine in ten: a section, not a title.
     data = rows([*SECTIONS[:5], *["6 References"] * 40])
     assert document_titles(data) == {}

@@ -76,8 +76,8 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
             begin = len(paths)
             while begin > 0 and paths[begin - 1][: len(prefix)] == prefix:
                 begin -= 1
-            if len(paths) - begin < TITLE_SHARE * len(paths):
-                break
+            if len(paths) - begin < TITLE_SHARE * len(paths) or all(len(p) == len(prefix) for p in paths[begin:]):
+                break  # not the document's, or nothing stands under it: a section, not a title
             headings, start = prefix, begin
         if headings:
             titles[doc] = DocumentTitle(tuple(headings), group[start]["ordinal"])

@@ -88,7 +88,8 @@ def table_rows(text: str) -> list[tuple[int, int]]:
     return rows
 
 
-# A line of a table of contents: words, then a page number after a space or dot leaders ("Item 2. Properties 18").
+# A line of a table of contents: words, then a page number after a space or dot leaders ("Item 2. Properties 18");
+# no "|" or "$" in it, which mark a table row or an amount.
 _CONTENTS_LINE = re.compile(r"^(?=.*[^\W\d_])[^|$]*?(?:\.{3,}|…+|\s)\s*(\d{1,3})$")
 
 

@@ -8,6 +8,12 @@ from pathlib import Path
 from citesum.tasks.records import Chunk
 from citesum.tasks.summarize.evidence import Candidate, Evidence
 
+# A filing's table of contents as extraction gives it (BOEING_2022_10K p.2).
+FILING_CONTENTS = (
+    "Item 1. Business 1\n\nItem 1A. Risk Factors 6\n\nItem 1B. Unresolved Staff Comments 17\n\n"
+    "Item 2. Properties 18\n\nItem 3. Legal Proceedings 18\n\nItem 4. Mine Safety Disclosures 18"
+)
+
 
 def candidate(
     text: str, *, document_id: str = "doc.pdf", pages: tuple[int, int] = (1, 1), heading: str = ""

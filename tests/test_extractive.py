@@ -6,8 +6,7 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, evidence_sentences
 from citesum.tasks.summarize.validate import validate
 from citesum.tasks.text import normalize_space
-from tests.summary_fixtures import evidence, evidence_of
-from tests.test_text import FILING_CONTENTS
+from tests.summary_fixtures import FILING_CONTENTS, evidence, evidence_of
 
 TERMINATION = (
     "12.1 Either party may terminate this Agreement for convenience on ninety days' written notice. "

@@ -22,6 +22,7 @@ from citesum.tasks.text import (
     tokens,
     words,
 )
+from tests.summary_fixtures import FILING_CONTENTS
 
 # --- sentences -------------------------------------------------------------------------
 
@@ -216,11 +217,6 @@ def test_enumerations_start_pieces_only_when_asked():
 
 
 # --- tables of contents ----------------------------------------------------------------
-
-FILING_CONTENTS = (
-    "Item 1. Business 1\n\nItem 1A. Risk Factors 6\n\nItem 1B. Unresolved Staff Comments 17\n\n"
-    "Item 2. Properties 18\n\nItem 3. Legal Proceedings 18\n\nItem 4. Mine Safety Disclosures 18"
-)
 
 
 @pytest.mark.parametrize(

@@ -45,12 +45,12 @@ def repeated_sentences(texts) -> int:
     return sum(n - 1 for n in counts.values())
 
 
-def measure(summary, rows) -> dict:
-    """Own-section share of the heading topics' citations and repeated sentences of one summary."""
-    from citesum.tasks.summarize.topics import topics_from_headings
+def measure(summary, rows, topics) -> dict:
+    """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
+    contents, of one summary."""
     from citesum.tasks.text import is_contents
 
-    own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics_from_headings(rows)}
+    own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
     own = cited = from_contents = 0
     for part in summary.parts:
@@ -103,8 +103,9 @@ def main() -> None:
             state = run_summarize(None, [document], "topics", "extractive", settings)
             summary = state.result()
             rows = chunk_rows(store, (document,))
-            origin = "headings" if topics_from_headings(rows) else "clusters"
-            results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows)}
+            topics = topics_from_headings(rows)
+            origin = "headings" if topics else "clusters"
+            results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows, topics)}
     heading = [r for r in results.values() if r["origin"] == "headings"]
     own, cited = sum(r["own_section"] for r in heading), sum(r["cited_chunks"] for r in heading)
     total = {

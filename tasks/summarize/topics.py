@@ -70,7 +70,7 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
     for doc, group in chunks.items():
         paths = [split_heading(row["heading"]) for row in group]
         headings: list[str] = []
-        start = len(paths)
+        first = 0
         while len(paths[-1]) > len(headings):
             prefix = paths[-1][: len(headings) + 1]  # the last chunk's path runs under every title heading
             begin = len(paths)
@@ -78,9 +78,9 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
                 begin -= 1
             if len(paths) - begin < TITLE_SHARE * len(paths) or all(len(p) == len(prefix) for p in paths[begin:]):
                 break  # not the document's, or nothing stands under it: a section, not a title
-            headings, start = prefix, begin
+            headings, first = prefix, group[begin]["ordinal"]
         if headings:
-            titles[doc] = DocumentTitle(tuple(headings), group[start]["ordinal"])
+            titles[doc] = DocumentTitle(tuple(headings), first)
     return titles
 
 

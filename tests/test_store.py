@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import lancedb
@@ -115,6 +116,21 @@ def test_rewriting_the_same_version_changes_no_row(store, embedder):
     put(store, embedder, chunks, at=T1)
     put(store, embedder, chunks, at=T2)
     assert [r["ingested_at"] for r in store.chunk_rows()] == [T1]
+
+
+def test_the_same_version_chunked_anew_rewrites_the_rows_that_changed(store, embedder):
+    # A re-chunk (a change of chunking settings or CHUNK_FORMAT) keeps the file's version and many chunk ids
+    # (document, pages, text): a kept row must take the new heading, position and vector, or the store holds
+    # stale headings and two chunks at one position.
+    old = chunks_of("a.pdf", "v1", ["Payment is due in thirty days.", "Fees are due monthly."])
+    put(store, embedder, old, at=T1)
+    new = [replace(old[0], heading="4 Fees and Payment", ordinal=1), replace(old[1], ordinal=0)]
+    put(store, embedder, new, at=T2)
+    rows = {r["text"]: r for r in store.chunk_rows(columns=["text", "heading", "ordinal", "vector", "ingested_at"])}
+    assert {t: (r["heading"], r["ordinal"]) for t, r in rows.items()} == {c.text: (c.heading, c.ordinal) for c in new}
+    (vector,) = embedder.embed([new[0].embedding_text])
+    assert np.allclose(rows[new[0].text]["vector"], vector)
+    assert rows[new[0].text]["ingested_at"] == T2
 
 
 def test_delete_document_leaves_nothing_retrievable(store, embedder):

@@ -203,9 +203,10 @@ class LanceStore:
     def supersede(self, record: DocumentRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Replace the document's chunks with these in one commit, then record the document.
 
-        Unchanged chunks (same id and version) are not rewritten; chunks of the old
-        version that are not in the new one are deleted in the same commit, and no
-        other document is touched.
+        Unchanged rows (same id and every stored field the same) are not rewritten; a row whose id is kept
+        with anything else changed is: a re-chunk of the same version (new chunking settings or CHUNK_FORMAT)
+        keeps ids (document, pages, text) under new headings, positions and vectors. Chunks of the old
+        version that are not in the new one are deleted in the same commit, and no other document is touched.
 
         The record is written first without a version (status "writing"): a process killed
         before the last commit leaves a record no file matches, so the next run redoes the
@@ -219,7 +220,7 @@ class LanceStore:
         self._upsert_document(replace(record, version=UNFINISHED, status="writing"))
         (
             table.merge_insert(schema.CHUNK_ID)
-            .when_matched_update_all(where="target.version != source.version")
+            .when_matched_update_all(where=_changed(batch.schema.names))
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(f"document_id = {sql_string(record.document_id)}")
             .execute(batch)
@@ -300,6 +301,12 @@ class LanceStore:
             with warnings.catch_warnings():  # LanceDB warns that readers of old versions fail: the point here
                 warnings.simplefilter("ignore", UserWarning)
                 table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+
+def _changed(columns: Sequence[str]) -> str:
+    """A merge condition: the stored row differs from the new one in a column other than its key and write time."""
+    compared = [c for c in columns if c not in (schema.CHUNK_ID, schema.WRITTEN_AT)]
+    return " OR ".join(f"target.{c} != source.{c}" for c in compared)
 
 
 def _create(db: lancedb.DBConnection, name: str, table_schema: pa.Schema, btree: Sequence[str]):

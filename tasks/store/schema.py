@@ -31,7 +31,7 @@ LEGACY_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # datetime.isoformat(timespec="secon
 
 CHUNK_ID = "chunk_id"  # Chunk.chunk_id, stored: the key supersession merges on
 VECTOR = "vector"
-WRITTEN_AT = "ingested_at"  # when the chunk was inserted, or rewritten for a new version of its document
+WRITTEN_AT = "ingested_at"  # when the chunk was inserted, or rewritten (a new version of its document, a re-chunk)
 CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
 # Fields added after stores were first written (each with a default): a store without the column reads
 # as the default, and rows written into it leave the column out, as its schema does.

@@ -26,8 +26,9 @@ PREFIX = "CITESUM_"
 # or chunking changes stored chunks, so that stores re-chunk once (part of the fingerprint). 2: a table's header
 # stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading,
 # a currency sign makes no cell of its own. 3: a ruled grid with words beside a figure in each row (a fee schedule)
-# is a table. 4: where a grid and a table of aligned figures overlap, the grid is kept.
-CHUNK_FORMAT = 4
+# is a table. 4: where a grid and a table of aligned figures overlap, the grid is kept. 5: a cover page's identifiers
+# and addresses, a bullet, a row of amounts are no headings.
+CHUNK_FORMAT = 5
 
 
 def default_cache_dir() -> Path:

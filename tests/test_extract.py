@@ -308,6 +308,31 @@ def test_bigger_bold_line_is_a_heading(tmp_path):
     assert levels == [("12 Termination", 1), ("12.2 Notice", 2), ("Either party m", 0)]
 
 
+def test_cover_page_identifiers_addresses_bullets_and_amounts_are_no_headings(tmp_path):
+    """A filing's cover sets its registrant's details in bold, and a bold bullet or total is no title either:
+    taken for headings, they named sections of a brief and stood over every chunk after them."""
+    lines = [
+        ("ACME HOLDINGS INC", True),
+        ("Delaware 91-0425694", False),
+        ("Commission File Number 001-37845", False),
+        ("One Acme Way, Springfield, Illinois 62701", False),
+        ("www.acme.example/investor", False),
+        ("arXiv:2303.08559v2 [cs.CL] 21 Oct 2023", False),
+        ("· Company maintains its quarterly dividend of $1.19 per share", False),  # the font has no "•"
+        ("Total $1,581", False),
+        ("ISO 27001 Certification", True),
+        ("Consolidated Statements of Cash Flows $ in millions", True),
+    ]
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for i, (line, _) in enumerate(lines):
+        page.insert_text((72, 60 + 22 * i), line, fontsize=12, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 300, 520, 700), LOREM * 4, fontsize=10)
+    document = extract_document(save(doc, tmp_path / "cover.pdf"))
+    found = {b.text: b.heading_level > 0 for b in document.pages[0].blocks if b.text in dict(lines)}
+    assert found == dict(lines)
+
+
 def test_outline_titles_become_headings_even_in_body_font(tmp_path):
     doc = pymupdf.open()
     for lines in [["1 Scope"], ["2 Termination", "2.1 Notice"]]:

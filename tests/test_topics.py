@@ -106,3 +106,20 @@ def test_heading_topics_keep_their_own_chunks_and_title_only_parts_are_no_sectio
     topics = topics_from_headings(data)
     assert [t.chunk_ids for t in topics] == [(f"k{i}",) for i in range(1, 7)]
     assert [t.short for t in topics] == [i != 3 for i in range(1, 7)]  # only k3 holds enough text
+
+
+def test_a_section_over_most_of_the_document_gives_way_to_its_subsections():
+    """A paper whose figure label "Filter" is set larger than its section headings: the label heads the last three
+    quarters of its chunks, so they are no section among others; its subsections are."""
+    subsections = ["5 Experiments", "6 Conclusion", "References", "A Datasets", "B Details"]
+    data = rows(["Title line", "Title line > 1 Introduction", "Filter"] + [f"Filter > {s}" for s in subsections] * 2)
+
+    assert [k.title for k in section_rows(data)] == ["Title line", "Filter", *subsections]
+    assert [k.path for k in section_rows(data)][2] == ("Filter", "5 Experiments")
+    topics = topics_from_headings(data)
+    assert [t.title for t in topics] == ["Title line", "Filter", *subsections]
+    assert topics[2].chunk_ids == ("k3", "k8")  # a subsection's own chunks, in document order
+
+    # Again one level down while one dominates; a section over most chunks with nothing below it stays whole.
+    deep = rows(["Cover", "FORM 10-K", *[f"FORM 10-K > ACME > {s}" for s in subsections] * 2, "Exhibit"])
+    assert [k.title for k in section_rows(deep)] == ["Cover", "FORM 10-K", *subsections, "Exhibit"]

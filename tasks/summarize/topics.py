@@ -8,7 +8,10 @@ before the title are front matter. With at least ``MIN_TOPICS`` sections, consec
 sections are grouped into at most ``MAX_TOPICS`` topics so nothing is left out, each
 titled by its sections' names, or by the first and the last when the names would not
 fit a line; otherwise chunk embeddings are clustered and each cluster is named by its
-characteristic terms.
+characteristic terms. A section over more than ``DOMINANT_SHARE`` of its document's chunks
+is no section among others but the document's body under a heading taken for its title
+(a filing's "FORM 10-K" over 871 of 939 chunks, a paper's figure label "Filter" set large
+over its last 173): its subsections take its place, again while one dominates.
 
 A part that holds only its title, or fewer than ``HANDFUL`` words besides its
 headings, is not a section: it is neither a topic nor a part of an exhaustive
@@ -32,6 +35,7 @@ from citesum.tasks.text import content_words, split_heading, words
 MIN_TOPICS = 5
 MAX_TOPICS = 8
 TITLE_SHARE = 0.9  # a heading over this share of a document's chunks, from one chunk to the last, is its title
+DOMINANT_SHARE = 0.5  # a section over more of its document's chunks is split into its subsections
 TITLE_CHARS = 80  # a topic title longer than a line names its first and last sections only
 HANDFUL = 5  # words besides the headings: fewer, and a part is a title or a stray line, not a section
 SHORT_TOPIC_WORDS = 60  # about three sentences: a topic with less text takes evidence from elsewhere too
@@ -53,6 +57,7 @@ class Topic:
 class SectionKey:
     document_id: str
     title: str
+    path: tuple[str, ...] = ()  # its headings below the document title, outermost first (title is the last)
 
 
 @dataclass(frozen=True)
@@ -84,24 +89,55 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
     return titles
 
 
-def top_section(row: Mapping, titles: Mapping[str, DocumentTitle]) -> SectionKey:
-    """The top-level section a chunk belongs to, below the document title."""
+def section_path(row: Mapping, titles: Mapping[str, DocumentTitle]) -> tuple[str, ...]:
+    """A chunk's headings below its document's title; () for front matter."""
     parts = split_heading(row["heading"])
     title = titles.get(row["document_id"])
     if title is not None:
         if row["ordinal"] < title.first:
-            return SectionKey(row["document_id"], FRONT_MATTER)
+            return ()
         parts = parts[len(title.headings) :]
-    return SectionKey(row["document_id"], parts[0] if parts else FRONT_MATTER)
+    return tuple(parts)
+
+
+def top_section(row: Mapping, titles: Mapping[str, DocumentTitle], depth: int = 1) -> SectionKey:
+    """The section a chunk belongs to, ``depth`` levels below the document title (or the deepest it has)."""
+    path = section_path(row, titles)[:depth]
+    return SectionKey(row["document_id"], path[-1], path) if path else SectionKey(row["document_id"], FRONT_MATTER)
 
 
 def section_rows(rows: Sequence[Mapping]) -> dict[SectionKey, list[Mapping]]:
-    """The chunks of each real top-level section (see ``is_section``), in document order."""
+    """The chunks of each real section (see ``is_section``; top-level, or below a dominant one), in document order."""
     titles = document_titles(rows)
     grouped: dict[SectionKey, list[Mapping]] = {}
     for row in sorted(rows, key=lambda r: (r["document_id"], r["ordinal"])):
         grouped.setdefault(top_section(row, titles), []).append(row)
+    grouped = _split_dominant(grouped, titles)
     return {key: group for key, group in grouped.items() if is_section(group)}
+
+
+def _split_dominant(
+    grouped: dict[SectionKey, list[Mapping]], titles: Mapping[str, DocumentTitle]
+) -> dict[SectionKey, list[Mapping]]:
+    """Each section over more than ``DOMINANT_SHARE`` of its document's chunks replaced by its subsections (its
+    chunks one heading deeper; those directly under it stay its own), until none dominates or it has none."""
+    sizes = Counter(key.document_id for key, group in grouped.items() for _ in group)
+    while True:
+        dominant = [
+            key
+            for key, group in grouped.items()
+            if key.title != FRONT_MATTER
+            and len(group) > DOMINANT_SHARE * sizes[key.document_id]
+            and any(len(section_path(row, titles)) > len(key.path) for row in group)
+        ]
+        if not dominant:
+            return grouped
+        split: dict[SectionKey, list[Mapping]] = {}
+        for key, group in grouped.items():
+            for row in group:
+                deeper = top_section(row, titles, len(key.path) + 1) if key in dominant else key
+                split.setdefault(deeper, []).append(row)
+        grouped = split
 
 
 def body_words(row: Mapping) -> int:

@@ -8,7 +8,9 @@ come first: the rows before the first one that states a figure other than a year
 - ``is_value`` / ``is_header_row`` / ``header_count``: what a figure is, and which rows name the columns.
 - ``tables_in``: the tables of a chunk's text, as header rows and data rows.
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
-  debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that.
+  debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that. A header
+  row with one cell over several columns qualifies every value: "Accounts payable (Year Ended
+  December 31): 2015 4,294; 2016 5,030".
 """
 
 from __future__ import annotations
@@ -63,10 +65,42 @@ class Table:
     header: tuple[tuple[str, ...], ...]  # the header rows' cells
     rows: tuple[tuple[str, ...], ...]  # the data rows' cells (label first)
 
+    def _width(self) -> int:
+        return max(len(r) for r in (*self.header, *self.rows))
+
+    def _spanning(self, row: tuple[str, ...]) -> bool:
+        """A header row whose one cell of two or more words stands over several value columns ("Year Ended
+        December 31,"): extraction puts such a cell in one column, the middle one or the first."""
+        named = [c for c in row[1:] if c]
+        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued()) > 1
+
+    def _valued(self) -> list[int]:
+        """The value columns (1-based, as in a row) that hold a figure in some data row."""
+        return [i for i in range(1, self._width()) if any(i < len(r) and r[i] for r in self.rows)]
+
+    def qualifier(self) -> str:
+        """What the spanning header rows say of every column, "Year Ended December 31", or ""."""
+        return " ".join(next(c for c in r[1:] if c) for r in self.header if self._spanning(r)).rstrip(",: ")
+
     def column_names(self) -> list[str]:
-        """Each value column's name: its header cells, top to bottom ("December 31, 2018")."""
-        width = max(len(r) for r in (*self.header, *self.rows))
-        return [" ".join(r[i] for r in self.header if i < len(r) and r[i]) for i in range(1, width)]
+        """Each value column's name: its header cells, top to bottom ("December 31, 2018"), spanning rows aside. A
+        name over a column without figures moves to the next column (else the one before) that has figures but no
+        name: the header cell was set a column apart from its values ("2018" over "" and "$30")."""
+        width, valued = self._width(), set(self._valued())
+        rows = [r for r in self.header if not self._spanning(r)]
+        names = [" ".join(r[i] for r in rows if i < len(r) and r[i]) for i in range(width)]
+        for i in range(1, width):
+            if names[i] and i not in valued:
+                j = next((j for j in (i + 1, i - 1) if 0 < j < width and j in valued and not names[j]), None)
+                if j is not None:
+                    names[i], names[j] = "", names[i]
+        return names[1:]
+
+    def label(self, row: tuple[str, ...]) -> str:
+        """A data row's label, with the qualifier in brackets: "Accounts payable (Year Ended December 31)"."""
+        label = normalize_space(row[0].rstrip(":").strip())
+        qualifier = self.qualifier()
+        return f"{label} ({qualifier})" if label and qualifier else label
 
 
 def tables_in(text: str) -> list[Table]:
@@ -111,7 +145,7 @@ def row_findings(text: str) -> dict[tuple[str, ...], str]:
 def finding(table: Table, row: tuple[str, ...]) -> str | None:
     """The row as a statement, "Total debt: 2018 $14,622; 2017 $13,949", or None for a row without figures."""
     pairs = _pairs(table, row)
-    label = row[0].rstrip(":").strip()
+    label = table.label(row)
     return f"{label}: {'; '.join(pairs)}" if label and pairs else None
 
 
@@ -125,7 +159,7 @@ def finding_supported(chunk_text: str, sentence: str) -> bool:
     sentence = normalize_space(sentence)
     for table in tables_in(chunk_text):
         for row in table.rows:
-            label = f"{normalize_space(row[0].rstrip(':'))}: "
+            label = f"{table.label(row)}: "
             if len(label) > 2 and sentence.lower().startswith(label.lower()):
                 wanted = [pair for pair in sentence[len(label) :].split("; ") if pair]
                 pairs = set(_pairs(table, row))

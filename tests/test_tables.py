@@ -497,6 +497,26 @@ def test_a_row_finding_is_checked_against_its_row():
     assert not validate(Draft((wrong,), ""), texts, verbatim=False).ok
 
 
+CASH_FLOWS = (
+    "| | Year Ended December 31, |\n"  # one cell over the three years, set in the middle column
+    "| 2015 | 2016 | 2017\n"
+    "Accounts payable | 4,294 | 5,030 | 7,175\n"
+    "\n"
+    "(Millions) | 2018 | | 2017 | \n"  # each year a column to the left of its values
+    "Beginning balance | | $30 | | $20"
+)
+
+
+def test_a_header_over_several_columns_qualifies_the_row_and_a_name_beside_its_values_moves_to_them():
+    findings = set(row_findings(CASH_FLOWS).values())
+    assert findings == {
+        "Accounts payable (Year Ended December 31): 2015 4,294; 2016 5,030; 2017 7,175",
+        "Beginning balance: 2018 $30; 2017 $20",
+    }
+    assert all(finding_supported(CASH_FLOWS, f) for f in findings)
+    assert not finding_supported(CASH_FLOWS, "Accounts payable (Year Ended December 31): 2015 5,030")
+
+
 def test_a_fee_schedule_in_a_grid_is_quoted_by_its_row(tmp_path, embedder):
     """Extracted, chunked and summarized: the row that answers, not the grid run into the next paragraph."""
     doc = pymupdf.open()

@@ -29,6 +29,7 @@ from citesum.tasks.summarize.tasks import (
     ensure_llm_limit,
     fallback_synthesizer,
     find_topics,
+    for_synthesizer,
     resolve_documents,
     retrieve_candidates,
     section_evidence,
@@ -113,7 +114,8 @@ def retrieved_parts(
         queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates, owns, shorts
     )
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
-    sections = write_part.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions)
+    write = for_synthesizer(write_part, synthesizer)
+    sections = write.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions)
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)
     ]
@@ -124,7 +126,7 @@ def every_section(
 ) -> list[SummaryPart]:
     """Exhaustive: map-reduce over every chunk, one part per top-level section, each asked the request."""
     grouped = section_evidence(store, document_ids)
-    futures = summarize_section.map(
+    futures = for_synthesizer(summarize_section, synthesizer).map(
         list(grouped),
         list(grouped.values()),
         unmapped(synthesizer),

@@ -2,7 +2,8 @@
 
 The synthesizer is chosen here (its reachability probed), with the reason the output reports; the mode and
 the options are checked in choices.py, before any engine starts.
-LLM-backed tasks carry the tag ``LLM_TAG``, whose concurrency limit the flow creates.
+LLM-backed tasks carry the tag ``LLM_TAG``, whose concurrency limit the flow creates (``for_synthesizer``: not
+when the synthesizer is the extractive one).
 Each task run is named after its query or section and logs one line of counts.
 """
 
@@ -239,6 +240,13 @@ def summarize_section(
     section = mapreduce.summarize_section(title, evidence, synthesizer, embedder.count_tokens, fallback, request)
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
+
+
+def for_synthesizer(synthesis_task, synthesizer: Synthesizer):
+    """``write_part`` or ``summarize_section`` as it runs for ``synthesizer``: in the LLM's concurrency limit
+    unless it is the extractive synthesizer, which calls no service. Each wait for a slot costs about a second:
+    an exhaustive summary of a filing's 150 sections spent 137 of its 146 s waiting for slots."""
+    return synthesis_task.with_options(tags=set()) if isinstance(synthesizer, ExtractiveSynthesizer) else synthesis_task
 
 
 def ensure_llm_limit() -> None:

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 from prefect import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId
 from typer.testing import CliRunner
 
 from citesum.deployments.cli import app
@@ -19,7 +19,7 @@ from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize.metrics import cited_chunk_ids
 from citesum.tasks.summarize.summary import Summary
 from citesum.tasks.summarize.synthesizers.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, SYSTEM_PROMPT
-from citesum.tasks.summarize.tasks import chunk_rows
+from citesum.tasks.summarize.tasks import LLM_TAG, chunk_rows
 from citesum.tasks.summarize.topics import document_titles, top_section, topics_from_headings
 from citesum.tasks.text import normalize_space
 from tests.fake_ollama import MODEL, FakeOllama, Reply
@@ -219,6 +219,24 @@ def flow_run_of(summary: Summary):
     return flow_run_id
 
 
+def task_run_tags(summary: Summary) -> dict[str, set[str]]:
+    """The tags of each task run of the summary's flow run, by task run name."""
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_of(summary)])))
+    return {run.name: set(run.tags) for run in runs}
+
+
+def test_the_extractive_synthesizer_waits_for_no_llm_slot(ingested):
+    """Each wait for a slot of the LLM's concurrency limit costs about a second, and the extractive synthesizer calls
+    no model: an exhaustive summary of a filing's 150 sections had spent 137 of its 146 s waiting for slots."""
+    settings, _ = ingested
+    summary = summarize(settings, "Summarize every obligation", documents=[AGREEMENT], synth="extractive")
+    tags = task_run_tags(summary)
+    sections = [name for name in tags if name.startswith("summarize-section")]
+    assert len(sections) == len(summary.parts) > 1
+    assert not [name for name, tagged in tags.items() if LLM_TAG in tagged]
+
+
 def metrics_run_of(found, summary: Summary):
     return next(a.flow_run_id for a in found if a.key == "citesum-summary" and summary.run_id in a.data)
 
@@ -281,6 +299,8 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
     assert [s.text for s in part.section.sentences] == [f"{legit}."]  # the obeyed line is not passed through
     assert [s.text for s in part.section.removed] == ["HACKED"]  # it is listed as removed, uncited
     assert "HACKED" not in json.dumps(summary.sections_json())
+    # A model's calls wait for a slot of its concurrency limit.
+    assert [tagged for name, tagged in task_run_tags(summary).items() if name.startswith("synthesize")] == [{LLM_TAG}]
 
 
 def test_cli_eval_ingests_and_reports_retrieval_figures(ingested, tmp_path):

@@ -102,6 +102,20 @@ def is_contents(text: str) -> bool:
     return len(pages) >= 3 and len(pages) >= 0.8 * len(lines) and pages == sorted(pages)
 
 
+# A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "See Note 1 for ...",
+# "... is incorporated herein by reference", a contents line with its dot leaders.
+_POINTER = re.compile(
+    r"^(?:also,\s*)?(?:for\s+(?:more\s+|additional\s+|further\s+)?(?:information|discussion|details)\b|see\s|refer\s+to\s|"
+    r"please\s+refer\b|reference\s+is\s+made\b)|\bincorporated\s+(?:herein\s+)?by\s+reference\b|\.{5,}|(?:\.\s){4,}",
+    re.IGNORECASE,
+)
+
+
+def is_pointer(sentence: str) -> bool:
+    """A sentence that points elsewhere instead of saying something: nothing to quote in a brief."""
+    return bool(_POINTER.search(sentence.strip()))
+
+
 def _adjacent(text: str, end: int, start: int) -> bool:
     """Only line breaks (a blank line at most) between two lines."""
     return text[end:start].count("\n") <= 2 and not text[end:start].strip()

@@ -224,3 +224,24 @@ def test_a_brief_quotes_no_table_of_contents_and_a_question_still_may(embedder):
 
     only = SynthesisRequest("Legal proceedings", tuple(ev[:1]), max_sentences=2)  # nothing else to say
     assert synth.synthesize(only).sentences
+
+
+def test_a_brief_quotes_no_sentence_that_only_points_elsewhere(embedder):
+    """A filing's sections close with "For more information, see Item 1A." and "... is incorporated herein by
+    reference": in a brief of its topics such a sentence says nothing (12% of ten filings' brief sentences did)."""
+    pointers = (
+        "For more information on the risks related to our suppliers and raw materials, see Item 1A - Risk Factors. "
+        "See Note 1 for a discussion of the factors that may impact the comparability of our segment results. "
+        "The information required by this Item is included in the Proxy Statement and is incorporated herein by "
+        "reference."
+    )
+    ev = evidence(pointers, "Our suppliers' disruptions have delayed deliveries and raised the costs of our programs.")
+    synth = ExtractiveSynthesizer(embedder)
+
+    brief = synth.synthesize(SynthesisRequest("Suppliers and raw materials risks", tuple(ev), max_sentences=4))
+    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
+
+    asked = SynthesisRequest("Where are the risks of suppliers described?", tuple(ev), 4, is_question=True)
+    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
+    only = SynthesisRequest("Suppliers", tuple(ev[:1]), max_sentences=2)  # nothing else to say
+    assert synth.synthesize(only).sentences

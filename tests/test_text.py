@@ -14,6 +14,7 @@ from citesum.tasks.text import (
     evidence_label,
     find_labels,
     is_contents,
+    is_pointer,
     join_heading,
     normalize_space,
     sentences,
@@ -245,3 +246,22 @@ def test_a_table_of_contents_is_recognised(text: str) -> None:
 )
 def test_other_text_is_no_table_of_contents(text: str) -> None:
     assert not is_contents(text)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "points"),
+    [
+        ("For more information on the risks related to our suppliers, see Item 1A - Risk Factors.", True),
+        ("For information regarding these matters, see Critical Accounting Policies.", True),
+        ("See Note 14, Segment and Geographic Information, for a disaggregation of revenue.", True),
+        ("Refer to Note 14 in the accompanying Notes for additional information.", True),
+        ("Part III is incorporated by reference from the Proxy Statement.", True),
+        ("63 Consolidated Statements of Comprehensive Income ..........................", True),
+        ("Seeking growth, we expanded into twelve markets.", False),
+        ("See-through packaging is sold in every segment.", False),
+        ("For fiscal 2023, revenue rose 5% to $46.3 billion.", False),
+        ("Our main exposure to market risk relates to interest rates.", False),
+    ],
+)
+def test_a_pointer_only_sends_the_reader_elsewhere(sentence, points):
+    assert is_pointer(sentence) is points

@@ -8,7 +8,9 @@ document and in total:
   topic's own top-level sections (its ``chunk_ids``);
 - ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
   case-insensitive), counting each repeat after the first;
-- ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``).
+- ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``);
+- ``pointers_quoted`` of ``sentences``: sentences that only point elsewhere ("For more information, see
+  Item 1A.", ``citesum.tasks.text.is_pointer``), of all the brief's sentences.
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus.
@@ -48,7 +50,7 @@ def repeated_sentences(texts) -> int:
 def measure(summary, rows, topics) -> dict:
     """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
     contents, of one summary."""
-    from citesum.tasks.text import is_contents
+    from citesum.tasks.text import is_contents, is_pointer
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
@@ -66,6 +68,8 @@ def measure(summary, rows, topics) -> dict:
         "own_section": own,
         "repeated_sentences": repeated_sentences(texts),
         "contents_quoted": from_contents,
+        "pointers_quoted": sum(is_pointer(t) for t in texts),
+        "sentences": len(texts),
     }
 
 
@@ -112,6 +116,8 @@ def main() -> None:
         "own_section_share": round(own / cited, 3) if cited else None,
         "repeated_sentences": sum(r["repeated_sentences"] for r in results.values()),
         "contents_quoted": sum(r["contents_quoted"] for r in results.values()),
+        "pointers_quoted": sum(r["pointers_quoted"] for r in results.values()),
+        "sentences": sum(r["sentences"] for r in results.values()),
     }
     print(json.dumps({"documents": results, "total": total}, indent=2))
 

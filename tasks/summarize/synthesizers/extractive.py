@@ -25,7 +25,8 @@ contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" an
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
 A table row is quoted as its finding, its label and each value under its column's name
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
-unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), unless that is all its evidence.
+unasked (a topic) quotes no table of contents ("Properties 18 Item 3.") and no sentence that only points elsewhere
+("For more information, see Item 1A."), unless that is all its evidence.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -45,7 +46,7 @@ from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query, q
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
-from citesum.tasks.text import is_contents, normalize_space, sentences, split_sentences, table_rows, tokens
+from citesum.tasks.text import is_contents, is_pointer, normalize_space, sentences, split_sentences, table_rows, tokens
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 SHORT_WORDS = 2  # ... unless they hold a keyword of the instruction: a lookup's answer ("Little Rock AR01 2.")
@@ -65,14 +66,13 @@ class _Sentence:
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
 
 
-def evidence_sentences(
-    evidence: Sequence[Evidence], instruction: str = "", *, contents: bool = True
-) -> list[_Sentence]:
+def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
     """Every statement-like sentence of the evidence, once, with the label of its first chunk.
 
-    A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``contents=False``: a
-    chunk that is a table of contents (``is_contents``) gives none; a brief quoting "Properties 18 Item 3."
-    says nothing, while a question may ask where something is."""
+    A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``asked=False`` (a part
+    written unasked, a topic): a chunk that is a table of contents (``is_contents``) gives none, nor does a
+    sentence that only points elsewhere (``is_pointer``: "For more information, see Item 1A."); a brief quoting
+    "Properties 18 Item 3." says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction)))
     seen: set[str] = set()
     found: list[_Sentence] = []
@@ -81,7 +81,7 @@ def evidence_sentences(
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
-        if not contents and is_contents(text):
+        if not asked and is_contents(text):
             continue
         rows, row_spans = row_findings(text), set(table_rows(text))
         for start, end in split_sentences(text):
@@ -92,7 +92,11 @@ def evidence_sentences(
                     found.append(_Sentence(row, (item.label,), len(found), float(prior)))
                 continue
             for sentence in quotable(normalize_space(text[start:end])):
-                if not _statement(sentence, keywords) or sentence.lower() in seen:
+                if (
+                    not _statement(sentence, keywords)
+                    or sentence.lower() in seen
+                    or (not asked and is_pointer(sentence))
+                ):
                     continue
                 seen.add(sentence.lower())
                 found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
@@ -143,7 +147,7 @@ class ExtractiveSynthesizer:
                 sentences=(CitedSentence(NOT_STATED, ()),),
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
             )
-        pool = evidence_sentences(request.evidence, request.instruction, contents=request.is_question)
+        pool = evidence_sentences(request.evidence, request.instruction, asked=request.is_question)
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]

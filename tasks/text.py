@@ -202,3 +202,14 @@ def tokens(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """The tokens that are neither stop words nor numbers."""
     return [t for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()]
+
+
+def is_title(sentence: str) -> bool:
+    """A line set as a title, not a statement: no closing punctuation, and four in five of its words or more (stop
+    words and numbers aside) capitalised: a running header ("Object Storage Service Product Introduction 9 Basic
+    Concepts"), a statement's title, a signature block, a contents line without dot leaders."""
+    text = sentence.strip()
+    if not text or text[-1] in ".?!;:":
+        return False
+    named = [w for w in words(text) if w[0].isalpha() and w.lower() not in STOPWORDS]
+    return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)

@@ -15,6 +15,7 @@ from citesum.tasks.text import (
     find_labels,
     is_contents,
     is_pointer,
+    is_title,
     join_heading,
     normalize_space,
     sentences,
@@ -265,3 +266,19 @@ def test_other_text_is_no_table_of_contents(text: str) -> None:
 )
 def test_a_pointer_only_sends_the_reader_elsewhere(sentence, points):
     assert is_pointer(sentence) is points
+
+
+@pytest.mark.parametrize(
+    ("line", "title"),
+    [
+        ("Object Storage Service Product Introduction 9 Basic Concepts", True),
+        ("Lockheed Martin Corporation Notes to Consolidated Financial Statements", True),
+        ("/s/ Ernst & Young LLP Tysons, Virginia January 26, 2023", True),
+        ("Form 10-K Summary 100 Signatures 102", True),
+        ("Little Rock AR01 2.", False),  # a lookup's answer ends like a sentence
+        ("Net sales rose 5% in the Americas", False),
+        ("Teaching", False),  # one word: a fragment, not a title to leave out
+    ],
+)
+def test_a_title_is_no_statement(line, title):
+    assert is_title(line) is title

@@ -10,7 +10,9 @@ document and in total:
   case-insensitive), counting each repeat after the first;
 - ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``);
 - ``pointers_quoted`` of ``sentences``: sentences that only point elsewhere ("For more information, see
-  Item 1A.", ``citesum.tasks.text.is_pointer``), of all the brief's sentences.
+  Item 1A.", ``citesum.tasks.text.is_pointer``), of all the brief's sentences; ``titles_quoted``: sentences
+  that are titles, a row finding aside (``citesum.tasks.text.is_title``: "Notes to Consolidated Financial
+  Statements").
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus.
@@ -23,12 +25,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+ROW_FINDING = re.compile(r"[^:]+: \S+ \S+.*; ")  # "Total debt: 2018 $14,622; 2017 $13,949", no title
 
 
 def load_sample_corpus():
@@ -50,7 +54,7 @@ def repeated_sentences(texts) -> int:
 def measure(summary, rows, topics) -> dict:
     """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
     contents, of one summary."""
-    from citesum.tasks.text import is_contents, is_pointer
+    from citesum.tasks.text import is_contents, is_pointer, is_title
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
@@ -69,6 +73,7 @@ def measure(summary, rows, topics) -> dict:
         "repeated_sentences": repeated_sentences(texts),
         "contents_quoted": from_contents,
         "pointers_quoted": sum(is_pointer(t) for t in texts),
+        "titles_quoted": sum(is_title(t) and not ROW_FINDING.match(t) for t in texts),
         "sentences": len(texts),
     }
 
@@ -117,6 +122,7 @@ def main() -> None:
         "repeated_sentences": sum(r["repeated_sentences"] for r in results.values()),
         "contents_quoted": sum(r["contents_quoted"] for r in results.values()),
         "pointers_quoted": sum(r["pointers_quoted"] for r in results.values()),
+        "titles_quoted": sum(r["titles_quoted"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }
     print(json.dumps({"documents": results, "total": total}, indent=2))

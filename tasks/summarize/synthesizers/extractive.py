@@ -26,7 +26,8 @@ markers such as "(a)", each a candidate of its own; a clause still over the cap 
 A table row is quoted as its finding, its label and each value under its column's name
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3.") and no sentence that only points elsewhere
-("For more information, see Item 1A."), unless that is all its evidence.
+("For more information, see Item 1A.") or is a title ("Notes to Consolidated Financial Statements"), unless that
+is all its evidence.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -46,7 +47,16 @@ from citesum.tasks.summarize.retrieve import asks_for_quantity, keyword_query, q
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
-from citesum.tasks.text import is_contents, is_pointer, normalize_space, sentences, split_sentences, table_rows, tokens
+from citesum.tasks.text import (
+    is_contents,
+    is_pointer,
+    is_title,
+    normalize_space,
+    sentences,
+    split_sentences,
+    table_rows,
+    tokens,
+)
 
 MIN_WORDS = 6  # shorter pieces are headings, table cells or fragments, not statements
 SHORT_WORDS = 2  # ... unless they hold a keyword of the instruction: a lookup's answer ("Little Rock AR01 2.")
@@ -71,7 +81,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
     A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``asked=False`` (a part
     written unasked, a topic): a chunk that is a table of contents (``is_contents``) gives none, nor does a
-    sentence that only points elsewhere (``is_pointer``: "For more information, see Item 1A."); a brief quoting
+    sentence that only points elsewhere (``is_pointer``: "For more information, see Item 1A.") or is a title
+    (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts"); a brief quoting
     "Properties 18 Item 3." says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction)))
     seen: set[str] = set()
@@ -95,12 +106,17 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 if (
                     not _statement(sentence, keywords)
                     or sentence.lower() in seen
-                    or (not asked and is_pointer(sentence))
+                    or (not asked and _navigation(sentence))
                 ):
                     continue
                 seen.add(sentence.lower())
                 found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
     return found
+
+
+def _navigation(sentence: str) -> bool:
+    """A pointer elsewhere or a title: it helps a reader find things, and says nothing in a brief."""
+    return is_pointer(sentence) or is_title(sentence)
 
 
 def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:

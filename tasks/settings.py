@@ -27,8 +27,9 @@ PREFIX = "CITESUM_"
 # stops at its caption, a title with its units line is the caption, a units line "(in millions)" is no heading,
 # a currency sign makes no cell of its own. 3: a ruled grid with words beside a figure in each row (a fee schedule)
 # is a table. 4: where a grid and a table of aligned figures overlap, the grid is kept. 5: a cover page's identifiers
-# and addresses, a bullet, a row of amounts are no headings.
-CHUNK_FORMAT = 5
+# and addresses, a bullet, a row of amounts are no headings. 6: an outline's titles match sections numbered in roman
+# numerals or letters ("I. INTRODUCTION").
+CHUNK_FORMAT = 6
 
 
 def default_cache_dir() -> Path:

@@ -346,6 +346,21 @@ def test_outline_titles_become_headings_even_in_body_font(tmp_path):
     assert headings == [(1, "1 Scope", 1), (2, "2 Termination", 1), (2, "2.1 Notice", 2)]
 
 
+def test_outline_titles_match_sections_numbered_in_roman_numerals_and_letters(tmp_path):
+    """A paper set in IEEE style numbers its sections "I. INTRODUCTION", "A. Naive RAG" in body font, while its
+    outline says "Introduction" and "Naive RAG" (2312.10997v5.pdf): without the outline, no section was found."""
+    doc = pymupdf.open()
+    for lines in [["I. INTRODUCTION"], ["II. OVERVIEW OF RAG", "A. Naive RAG"]]:
+        page = doc.new_page()
+        for i, line in enumerate(lines):
+            page.insert_text((72, 72 + 120 * i), line, fontsize=11)
+            page.insert_textbox(pymupdf.Rect(72, 90 + 120 * i, 520, 180 + 120 * i), LOREM, fontsize=11)
+    doc.set_toc([[1, "Introduction", 1], [1, "Overview of RAG", 2], [2, "Naive RAG", 2]])
+    document = extract_document(save(doc, tmp_path / "ieee.pdf"))
+    headings = [(b.page, b.text, b.heading_level) for p in document.pages for b in p.blocks if b.heading_level]
+    assert headings == [(1, "I. INTRODUCTION", 1), (2, "II. OVERVIEW OF RAG", 1), (2, "A. Naive RAG", 2)]
+
+
 def test_running_header_and_footer_are_blocks_of_their_own(tmp_path):
     doc = pymupdf.open()
     page = doc.new_page()

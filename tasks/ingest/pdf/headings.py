@@ -62,11 +62,13 @@ _NOT_A_TITLE = re.compile(
     r"|\$\s*\(?\d|\d,\d{3}\b"  # an amount, a figure with a thousands separator
 )
 _NUMBERING = re.compile(r"^\s*(\d+(?:\.\d+)*)\.?\s+")
+# A section number in a title, as an outline may leave it out: "12.2 ", "IV. ", "A. " (IEEE style papers).
+_SECTION_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVXLC]+[.)]|[A-Z][.)])\s+")
 
 
 def _title_key(text: str) -> str:
     """A title without its section number, case, spacing and punctuation."""
-    return "".join(c for c in _NUMBERING.sub("", text).casefold() if c.isalnum())
+    return "".join(c for c in _SECTION_NUMBER.sub("", text).casefold() if c.isalnum())
 
 
 def _is_title(text: str, key: str) -> bool:

@@ -333,32 +333,34 @@ def test_cover_page_identifiers_addresses_bullets_and_amounts_are_no_headings(tm
     assert found == dict(lines)
 
 
-def test_outline_titles_become_headings_even_in_body_font(tmp_path):
+@pytest.mark.parametrize(
+    ("pages", "toc", "expected"),
+    [
+        (
+            [["1 Scope"], ["2 Termination", "2.1 Notice"]],
+            [[1, "Scope", 1], [1, "Termination", 2], [2, "Notice", 2]],
+            [(1, "1 Scope", 1), (2, "2 Termination", 1), (2, "2.1 Notice", 2)],
+        ),
+        # A paper set in IEEE style numbers its sections in roman numerals and letters, which its outline leaves
+        # out (2312.10997v5.pdf): without the outline, set in body font, no section of it was found.
+        (
+            [["I. INTRODUCTION"], ["II. OVERVIEW OF RAG", "A. Naive RAG"]],
+            [[1, "Introduction", 1], [1, "Overview of RAG", 2], [2, "Naive RAG", 2]],
+            [(1, "I. INTRODUCTION", 1), (2, "II. OVERVIEW OF RAG", 1), (2, "A. Naive RAG", 2)],
+        ),
+    ],
+)
+def test_outline_titles_become_headings_even_in_body_font(tmp_path, pages, toc, expected):
     doc = pymupdf.open()
-    for lines in [["1 Scope"], ["2 Termination", "2.1 Notice"]]:
+    for lines in pages:
         page = doc.new_page()
         for i, line in enumerate(lines):
             page.insert_text((72, 72 + 120 * i), line, fontsize=11)
             page.insert_textbox(pymupdf.Rect(72, 90 + 120 * i, 520, 180 + 120 * i), LOREM, fontsize=11)
-    doc.set_toc([[1, "Scope", 1], [1, "Termination", 2], [2, "Notice", 2]])
+    doc.set_toc(toc)
     document = extract_document(save(doc, tmp_path / "outline.pdf"))
     headings = [(b.page, b.text, b.heading_level) for p in document.pages for b in p.blocks if b.heading_level]
-    assert headings == [(1, "1 Scope", 1), (2, "2 Termination", 1), (2, "2.1 Notice", 2)]
-
-
-def test_outline_titles_match_sections_numbered_in_roman_numerals_and_letters(tmp_path):
-    """A paper set in IEEE style numbers its sections "I. INTRODUCTION", "A. Naive RAG" in body font, while its
-    outline says "Introduction" and "Naive RAG" (2312.10997v5.pdf): without the outline, no section was found."""
-    doc = pymupdf.open()
-    for lines in [["I. INTRODUCTION"], ["II. OVERVIEW OF RAG", "A. Naive RAG"]]:
-        page = doc.new_page()
-        for i, line in enumerate(lines):
-            page.insert_text((72, 72 + 120 * i), line, fontsize=11)
-            page.insert_textbox(pymupdf.Rect(72, 90 + 120 * i, 520, 180 + 120 * i), LOREM, fontsize=11)
-    doc.set_toc([[1, "Introduction", 1], [1, "Overview of RAG", 2], [2, "Naive RAG", 2]])
-    document = extract_document(save(doc, tmp_path / "ieee.pdf"))
-    headings = [(b.page, b.text, b.heading_level) for p in document.pages for b in p.blocks if b.heading_level]
-    assert headings == [(1, "I. INTRODUCTION", 1), (2, "II. OVERVIEW OF RAG", 1), (2, "A. Naive RAG", 2)]
+    assert headings == expected
 
 
 def test_running_header_and_footer_are_blocks_of_their_own(tmp_path):

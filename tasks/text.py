@@ -103,10 +103,15 @@ def is_contents(text: str) -> bool:
 
 
 # A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "See Note 1 for ...",
-# "... is incorporated herein by reference", a contents line with its dot leaders.
+# "... is incorporated herein by reference", a paper's road map ("Section 3 presents the results", "The rest of
+# this paper is organised as follows"), a contents line with its dot leaders.
 _POINTER = re.compile(
     r"^(?:also,\s*)?(?:for\s+(?:more\s+|additional\s+|further\s+)?(?:information|discussion|details)\b|see\s|refer\s+to\s|"
-    r"please\s+refer\b|reference\s+is\s+made\b)|\bincorporated\s+(?:herein\s+)?by\s+reference\b|\.{5,}|(?:\.\s){4,}",
+    r"please\s+refer\b|reference\s+is\s+made\b|"
+    r"(?:section|chapter|appendix|table|figure|fig\.)\s+[\dIVX]+[a-z]?\s+(?:describes|presents|discusses|summari[sz]es|"
+    r"shows|lists|gives|draws|introduces|reports|provides|outlines|illustrates)\b|"
+    r"(?:the\s+)?(?:rest|remainder)\s+of\s+(?:this|the)\s+(?:paper|report|document|article)\s+is\s+organi[sz]ed\b)"
+    r"|\bincorporated\s+(?:herein\s+)?by\s+reference\b|\.{5,}|(?:\.\s){4,}",
     re.IGNORECASE,
 )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from citesum.tasks.text import normalize_space, table_rows
 
@@ -65,28 +66,32 @@ class Table:
     header: tuple[tuple[str, ...], ...]  # the header rows' cells
     rows: tuple[tuple[str, ...], ...]  # the data rows' cells (label first)
 
+    @cached_property
     def _width(self) -> int:
         return max(len(r) for r in (*self.header, *self.rows))
+
+    @cached_property
+    def _valued(self) -> frozenset[int]:
+        """The value columns (1-based, as in a row) that hold a figure in some data row."""
+        return frozenset(i for i in range(1, self._width) if any(i < len(r) and r[i] for r in self.rows))
 
     def _spanning(self, row: tuple[str, ...]) -> bool:
         """A header row whose one cell of two or more words stands over several value columns ("Year Ended
         December 31,"): extraction puts such a cell in one column, the middle one or the first."""
         named = [c for c in row[1:] if c]
-        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued()) > 1
+        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued) > 1
 
-    def _valued(self) -> list[int]:
-        """The value columns (1-based, as in a row) that hold a figure in some data row."""
-        return [i for i in range(1, self._width()) if any(i < len(r) and r[i] for r in self.rows)]
-
+    @cached_property
     def qualifier(self) -> str:
         """What the spanning header rows say of every column, "Year Ended December 31", or ""."""
         return " ".join(next(c for c in r[1:] if c) for r in self.header if self._spanning(r)).rstrip(",: ")
 
-    def column_names(self) -> list[str]:
+    @cached_property
+    def column_names(self) -> tuple[str, ...]:
         """Each value column's name: its header cells, top to bottom ("December 31, 2018"), spanning rows aside. A
         name over a column without figures moves to the next column (else the one before) that has figures but no
         name: the header cell was set a column apart from its values ("2018" over "" and "$30")."""
-        width, valued = self._width(), set(self._valued())
+        width, valued = self._width, self._valued
         rows = [r for r in self.header if not self._spanning(r)]
         names = [" ".join(r[i] for r in rows if i < len(r) and r[i]) for i in range(width)]
         for i in range(1, width):
@@ -94,13 +99,12 @@ class Table:
                 j = next((j for j in (i + 1, i - 1) if 0 < j < width and j in valued and not names[j]), None)
                 if j is not None:
                     names[i], names[j] = "", names[i]
-        return names[1:]
+        return tuple(names[1:])
 
     def label(self, row: tuple[str, ...]) -> str:
         """A data row's label, with the qualifier in brackets: "Accounts payable (Year Ended December 31)"."""
         label = normalize_space(row[0].rstrip(":").strip())
-        qualifier = self.qualifier()
-        return f"{label} ({qualifier})" if label and qualifier else label
+        return f"{label} ({self.qualifier})" if label and self.qualifier else label
 
 
 def tables_in(text: str) -> list[Table]:
@@ -150,7 +154,7 @@ def finding(table: Table, row: tuple[str, ...]) -> str | None:
 
 
 def _pairs(table: Table, row: tuple[str, ...]) -> list[str]:
-    names = table.column_names()
+    names = table.column_names
     return [normalize_space(f"{name} {value}") for name, value in zip(names, row[1:], strict=False) if value]
 
 

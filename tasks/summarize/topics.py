@@ -123,13 +123,13 @@ def _split_dominant(
     chunks one heading deeper; those directly under it stay its own), until none dominates or it has none."""
     sizes = Counter(key.document_id for key, group in grouped.items() for _ in group)
     while True:
-        dominant = [
+        dominant = {
             key
             for key, group in grouped.items()
             if key.title != FRONT_MATTER
             and len(group) > DOMINANT_SHARE * sizes[key.document_id]
             and any(len(section_path(row, titles)) > len(key.path) for row in group)
-        ]
+        }
         if not dominant:
             return grouped
         split: dict[SectionKey, list[Mapping]] = {}

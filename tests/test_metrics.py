@@ -16,7 +16,7 @@ from citesum.tasks.summarize.metrics import (
     summary_metrics,
     topic_coverage,
 )
-from citesum.tasks.summarize.summary import SummaryPart
+from citesum.tasks.summarize.summary import Summary, SummaryPart
 from citesum.tasks.summarize.validate import validate
 from tests.summary_fixtures import evidence
 
@@ -92,3 +92,24 @@ def test_an_exhaustive_section_nothing_bears_on_is_counted_apart_from_coverage()
     assert figures["coverage"] == 1.0 and figures["not_bearing"] == 1
     failing = summary_metrics("exhaustive", [part_citing("Rent", 2), part_citing("Repairs", 0)])
     assert failing["coverage"] == 0.5 and failing["not_bearing"] == 0
+
+
+def test_sections_nothing_bears_on_are_named_in_one_line():
+    """A deeply sectioned filing said "Nothing in this section bears on the request." of 106 of its 150 sections,
+    each under a heading of its own."""
+
+    def nothing(title: str) -> SummaryPart:
+        empty = part_citing(title, 0)
+        return SummaryPart(
+            replace(empty.section, sentences=(CitedSentence(NOTHING_BEARS, ()),)), title, empty.candidates
+        )
+
+    parts = [nothing("Cover"), part_citing("Rent", 2), nothing("Schedule"), nothing("Signatures")]
+    markdown = Summary("run-1", "q", "exhaustive", "asked", "extractive", "chosen", parts, {}, []).markdown()
+    headings = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings == ["## Rent", "## 3 sections nothing bears on"]
+    assert "Nothing in these sections bears on the request: Cover; Schedule; Signatures." in markdown
+    assert NOTHING_BEARS not in markdown
+    # One such section keeps its part; so does every part outside exhaustive mode.
+    single = Summary("run-2", "q", "exhaustive", "asked", "extractive", "chosen", parts[:2], {}, []).markdown()
+    assert "## Cover" in single and NOTHING_BEARS in single

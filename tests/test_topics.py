@@ -11,6 +11,7 @@ from citesum.tasks.summarize.topics import (
     characteristic_terms,
     document_titles,
     section_rows,
+    section_titles,
     topic_title,
     topics_from_clusters,
     topics_from_headings,
@@ -123,3 +124,20 @@ def test_a_section_over_most_of_the_document_gives_way_to_its_subsections():
     # Again one level down while one dominates; a section over most chunks with nothing below it stays whole.
     deep = rows(["Cover", "FORM 10-K", *[f"FORM 10-K > ACME > {s}" for s in subsections] * 2, "Exhibit"])
     assert [k.title for k in section_rows(deep)] == ["Cover", "FORM 10-K", *subsections, "Exhibit"]
+
+
+def test_sections_of_one_name_under_different_headings_keep_titles_of_their_own():
+    """A credit agreement repeated in an exhibit (PepsiCo's 8-K): once its dominant sections give way, two sections
+    are named "MISCELLANEOUS". An exhaustive summary's parts are keyed by title, so one had replaced the other."""
+    data = rows(
+        ["X > PRELIMINARY", "X > MISCELLANEOUS", *["X > Exhibit > PRELIMINARY", "X > Exhibit > MISCELLANEOUS"] * 3]
+    )
+    grouped = section_rows(data)
+    titles = section_titles(list(grouped))
+    assert list(titles.values()) == [
+        "PRELIMINARY",
+        "MISCELLANEOUS",
+        "Exhibit > PRELIMINARY",
+        "Exhibit > MISCELLANEOUS",
+    ]
+    assert sum(len(group) for group in grouped.values()) == len(data)  # every chunk in some section

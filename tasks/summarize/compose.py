@@ -49,6 +49,11 @@ class Section:
     quarantined: tuple[Quarantined, ...] = ()  # passages that address an AI system, left out
 
     @property
+    def bears_nothing(self) -> bool:
+        """The section says that nothing in it bears on the request (exhaustive mode): it has sentences, none citing."""
+        return bool(self.sentences) and not any(s.citations for s in self.sentences)
+
+    @property
     def last(self) -> Attempt | None:
         """The synthesizer's own last attempt (a fallback is not one: metrics judge the synthesizer)."""
         return self.attempts[-1] if self.attempts else None

@@ -54,14 +54,9 @@ def topic_coverage(sections: Sequence[Section]) -> float:
     return sum(bool(cited_chunk_ids(s)) for s in sections) / len(sections)
 
 
-def bears_nothing(section: Section) -> bool:
-    """The section says that nothing in it bears on the request: it has sentences, none citing."""
-    return bool(section.sentences) and not any(s.citations for s in section.sentences)
-
-
 def section_coverage(sections: Sequence[Section]) -> float:
     """Exhaustive mode: topic coverage over the sections that something bears on (1.0 if none does)."""
-    bearing = [s for s in sections if not bears_nothing(s)]
+    bearing = [s for s in sections if not s.bears_nothing]
     return topic_coverage(bearing) if bearing or not sections else 1.0
 
 
@@ -81,7 +76,7 @@ def summary_metrics(mode: str, parts: Sequence[SummaryPart]) -> dict[str, float 
     coverage = {"query": evidence_coverage, "exhaustive": section_coverage}.get(mode, topic_coverage)(sections)
     return {
         "coverage": round(coverage, 4),
-        "not_bearing": sum(bears_nothing(s) for s in sections),
+        "not_bearing": sum(s.bears_nothing for s in sections),
         "citation_rate": round(citation_rate(sections), 4),
         "candidates": len({c.chunk.chunk_id for part in parts for c in part.candidates}),
         "evidence": len({e.chunk_id for s in sections for e in s.evidence}),

@@ -82,7 +82,12 @@ class Summary:
         lines += [f"> **Warning:** {w}" for w in self.warnings] + ([""] if self.warnings else [])
         if self.mode == "query":
             lines += [f"_{QUERY_CAVEAT}_", ""]
+        # A deeply sectioned filing's exhaustive summary says that nothing bears on the request of most of its
+        # sections (106 of Lockheed Martin 2020's 150): one line names them all.
+        quiet = [p.section.title for p in self.parts if self.mode == "exhaustive" and p.section.bears_nothing]
         for i, part in enumerate(self.parts):
+            if len(quiet) > 1 and part.section.title in quiet:
+                continue
             lines += [f"## {part.section.title}", ""]
             if part.section.fallback is not None:
                 lines += [f"_{FALLBACK_NOTE}_", ""]
@@ -95,6 +100,8 @@ class Summary:
                 refs = ", ".join(_reference(c, links) for c in closest)
                 lines += ["", f"_{ABSTAINED_NOTE} Closest passages, not findings: {refs}._"]
             lines.append("")
+        if len(quiet) > 1:
+            lines += [f"## {len(quiet)} sections nothing bears on", "", f"- {NOTHING_BEARS_ANY}: {'; '.join(quiet)}."]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_json(self) -> dict:
@@ -139,6 +146,7 @@ def _reference(citation: Citation, links: bool) -> str:
     return f"[{text}]({citation.source}#page={citation.page_start})" if links else f"[{text}]"
 
 
+NOTHING_BEARS_ANY = "Nothing in these sections bears on the request"
 ABSTAINED_NOTE = "The synthesizer found nothing in the selected evidence that answers this."
 CLOSEST = 3  # passages listed beside "Not stated in the evidence.", so a reader can check the claim
 

@@ -33,7 +33,13 @@ from citesum.tasks.summarize.retrieve import candidate_of, chunk_filter, documen
 from citesum.tasks.summarize.synthesizers.base import Synthesizer
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
-from citesum.tasks.summarize.topics import Topic, section_rows, topics_from_clusters, topics_from_headings
+from citesum.tasks.summarize.topics import (
+    Topic,
+    section_rows,
+    section_titles,
+    topics_from_clusters,
+    topics_from_headings,
+)
 from citesum.tasks.text import evidence_label
 
 LLM_TAG = "citesum-llm"
@@ -210,21 +216,23 @@ def section_line(section: Section, seconds: float) -> str:
 
 
 def section_evidence(store: LanceStore, document_ids: tuple[str, ...]) -> dict[str, list[Evidence]]:
-    """Every chunk of the documents' real sections as evidence, grouped by top-level section in
-    document order; a title-only part is no section (see ``topics.is_section``)."""
+    """Every chunk of the documents' real sections as evidence, grouped by section in document order, under
+    titles unique in the summary (``topics.section_titles``); a title-only part is no section (``topics.is_section``)."""
     rows = chunk_rows(store, document_ids)
     position = {row["chunk_id"]: i for i, row in enumerate(rows, 1)}
+    grouped = section_rows(rows)
+    titles = section_titles(list(grouped))
     return {
-        _section_title(key, len(document_ids)): [
+        _section_title(key, titles[key], len(document_ids)): [
             Evidence(evidence_label(i), candidate_of(row, position[row["chunk_id"]], 0.0, None, None), 0.0)
             for i, row in enumerate(group, 1)
         ]
-        for key, group in section_rows(rows).items()
+        for key, group in grouped.items()
     }
 
 
-def _section_title(key, documents: int) -> str:
-    return f"{key.document_id}: {key.title}" if documents > 1 else key.title
+def _section_title(key, title: str, documents: int) -> str:
+    return f"{key.document_id}: {title}" if documents > 1 else title
 
 
 @task(name="summarize-section", task_run_name="summarize-section {title}", tags=[LLM_TAG], **SYNTH_TASK)

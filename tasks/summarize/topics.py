@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citesum.tasks.text import content_words, split_heading, words
+from citesum.tasks.text import content_words, join_heading, split_heading, words
 
 MIN_TOPICS = 5
 MAX_TOPICS = 8
@@ -138,6 +138,17 @@ def _split_dominant(
                 deeper = top_section(row, titles, len(key.path) + 1) if key in dominant else key
                 split.setdefault(deeper, []).append(row)
         grouped = split
+
+
+def section_titles(keys: Sequence[SectionKey]) -> dict[SectionKey, str]:
+    """Each section's title, or its headings joined ("Credit Agreement > MISCELLANEOUS") where another section of
+    the same document has that title: subsections of different sections may share a name, and an exhaustive
+    summary's parts are told apart by title."""
+    named = Counter((key.document_id, key.title) for key in keys)
+    return {
+        key: join_heading(key.path) if named[(key.document_id, key.title)] > 1 and key.path else key.title
+        for key in keys
+    }
 
 
 def body_words(row: Mapping) -> int:

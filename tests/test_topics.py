@@ -141,3 +141,9 @@ def test_sections_of_one_name_under_different_headings_keep_titles_of_their_own(
         "Exhibit > MISCELLANEOUS",
     ]
     assert sum(len(group) for group in grouped.values()) == len(data)  # every chunk in some section
+
+    # A brief of such sections titles its topics the same way.
+    guarantee = rows([*(r["heading"] for r in data), *["X > Exhibit > GUARANTEE"] * 3])
+    topics = topics_from_headings(guarantee)
+    assert [t.title for t in topics] == [*titles.values(), "GUARANTEE"]
+    assert topics[2].query == "PRELIMINARY"  # retrieval searches the section's own name

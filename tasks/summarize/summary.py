@@ -84,9 +84,9 @@ class Summary:
             lines += [f"_{QUERY_CAVEAT}_", ""]
         # A deeply sectioned filing's exhaustive summary says that nothing bears on the request of most of its
         # sections (106 of Lockheed Martin 2020's 150): one line names them all.
-        quiet = [p.section.title for p in self.parts if self.mode == "exhaustive" and p.section.bears_nothing]
+        quiet = [i for i, p in enumerate(self.parts) if self.mode == "exhaustive" and p.section.bears_nothing]
         for i, part in enumerate(self.parts):
-            if len(quiet) > 1 and part.section.title in quiet:
+            if len(quiet) > 1 and i in quiet:
                 continue
             lines += [f"## {part.section.title}", ""]
             if part.section.fallback is not None:
@@ -101,7 +101,8 @@ class Summary:
                 lines += ["", f"_{ABSTAINED_NOTE} Closest passages, not findings: {refs}._"]
             lines.append("")
         if len(quiet) > 1:
-            lines += [f"## {len(quiet)} sections nothing bears on", "", f"- {NOTHING_BEARS_ANY}: {'; '.join(quiet)}."]
+            titles = "; ".join(self.parts[i].section.title for i in quiet)
+            lines += [f"## {len(quiet)} sections nothing bears on", "", f"- {NOTHING_BEARS_ANY}: {titles}."]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_json(self) -> dict:

@@ -170,14 +170,15 @@ def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     if len(grouped) < MIN_TOPICS:
         return []
     found = [(key, len(group)) for key, group in grouped.items()]
+    names = section_titles(list(grouped))
     return [
-        _heading_topic(keys, [r for k in keys for r in grouped[k]]) for keys in _contiguous_groups(found, MAX_TOPICS)
+        _heading_topic(keys, [names[k] for k in keys], [r for k in keys for r in grouped[k]])
+        for keys in _contiguous_groups(found, MAX_TOPICS)
     ]
 
 
-def _heading_topic(group: Sequence[SectionKey], members: Sequence[Mapping]) -> Topic:
-    titles = [key.title for key in group]
-    query = "; ".join(_NUMBERING.sub("", t) for t in titles)
+def _heading_topic(group: Sequence[SectionKey], titles: Sequence[str], members: Sequence[Mapping]) -> Topic:
+    query = "; ".join(_NUMBERING.sub("", key.title) for key in group)
     docs = tuple(dict.fromkeys(k.document_id for k in group))
     return Topic(topic_title(titles), query, docs, "headings", *_own(members))
 

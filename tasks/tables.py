@@ -104,7 +104,10 @@ class Table:
     def label(self, row: tuple[str, ...]) -> str:
         """A data row's label, with the qualifier in brackets: "Accounts payable (Year Ended December 31)"."""
         label = normalize_space(row[0].rstrip(":").strip())
-        return f"{label} ({self.qualifier})" if label and self.qualifier else label
+        if not (label and self.qualifier):
+            return label
+        bracketed = self.qualifier.startswith("(") and self.qualifier.endswith(")")  # "(in thousands)"
+        return f"{label} {self.qualifier}" if bracketed else f"{label} ({self.qualifier})"
 
 
 def tables_in(text: str) -> list[Table]:

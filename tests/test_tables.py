@@ -517,6 +517,23 @@ def test_a_header_over_several_columns_qualifies_the_row_and_a_name_beside_its_v
     assert not finding_supported(CASH_FLOWS, "Accounts payable (Year Ended December 31): 2015 5,030")
 
 
+MEMBERSHIPS = (
+    "| Domestic | International | Domestic |\n"
+    "| Streaming | Streaming | DVD | Consolidated\n"
+    "|  | (in thousands) |  |\n"  # a unit in brackets already, over every column
+    "Total memberships at end of period | 44,738 | 30,024 | 4,904 | —"
+)
+
+
+def test_a_spanning_header_in_brackets_is_not_bracketed_twice():
+    (found,) = row_findings(MEMBERSHIPS).values()
+    assert found == (
+        "Total memberships at end of period (in thousands): Domestic Streaming 44,738; International Streaming"
+        " 30,024; Domestic DVD 4,904; Consolidated —"
+    )
+    assert finding_supported(MEMBERSHIPS, found)
+
+
 def test_a_fee_schedule_in_a_grid_is_quoted_by_its_row(tmp_path, embedder):
     """Extracted, chunked and summarized: the row that answers, not the grid run into the next paragraph."""
     doc = pymupdf.open()

@@ -13,6 +13,7 @@ from citesum.tasks.summarize.topics import (
     section_rows,
     section_titles,
     topic_title,
+    weak_title,
     topics_from_clusters,
     topics_from_headings,
 )
@@ -75,6 +76,26 @@ def test_a_topic_of_many_sections_is_titled_by_its_first_and_last():
     assert len(topics) == MAX_TOPICS and all(len(t.title) <= 2 * TITLE_CHARS for t in topics)
     assert topics[0].title.startswith("NOTE 1. ") and "sections)" in topics[0].title
     assert "NOTE 1. Accounting policy number 1; NOTE 2." in topics[0].query  # retrieval still searches every name
+
+
+def test_weak_headings_name_no_topic():
+    for weak in ("but a Good Reranker for Hard Samples!", "1", "iii", "Yes", "☒Annual report pursuant to section 13",
+                 "For the transition period from ________ to", "term value for all of our stakeholders.”"):
+        assert weak_title(weak), weak
+    for strong in ("PART II", "3 LOGIC-LM", "Is the service safe?", "b. Overview", "iPhone sales", "Item 6. [Reserved]"):
+        assert not weak_title(strong), strong
+
+    opening = ["but a Good Reranker for Hard Samples!"] * 3  # the title's second line, set as a heading
+    body = [s for s in SECTIONS for _ in range(2)]
+    data = rows([*opening, *body[:6], "Yes", *body[6:]])  # a form's answer between sections 3 and 4
+    titles = [t.title for t in topics_from_headings(data)]
+    assert titles[0] == "(front matter)"
+    assert not any("Yes" in t.split("; ") for t in titles)  # grouped with named sections, it does not name them
+    assert [n for t in titles[1:] for n in t.split("; ")] == SECTIONS
+
+    short = rows([*opening, *body[:6]])  # two documents of four sections: each section a topic of its own
+    two = topics_from_headings(short + [{**r, "document_id": "b.pdf", "chunk_id": "b" + r["chunk_id"]} for r in short])
+    assert [t.title for t in two if "front matter" in t.title] == ["agreement.pdf: (front matter)", "b.pdf: (front matter)"]
 
 
 def test_few_sections_give_no_heading_topics():

@@ -13,6 +13,9 @@ is no section among others but the document's body under a heading taken for its
 (a filing's "FORM 10-K" over 871 of 939 chunks, a paper's figure label "Filter" set large
 over its last 173): its subsections take its place, again while one dominates.
 
+A topic is titled by its sections' names but the weak ones (``weak_title``: "Yes", "1", a title's second line, a
+cover page's form line); a topic with no other, at the start of its document, is its front matter.
+
 A part that holds only its title, or fewer than ``HANDFUL`` words besides its
 headings, is not a section: it is neither a topic nor a part of an exhaustive
 summary. Each topic keeps the chunks it stands for (its sections', or its
@@ -41,6 +44,9 @@ HANDFUL = 5  # words besides the headings: fewer, and a part is a title or a str
 SHORT_TOPIC_WORDS = 60  # about three sentences: a topic with less text takes evidence from elsewhere too
 FRONT_MATTER = "(front matter)"  # text before the first heading, or under the title alone
 _NUMBERING = re.compile(r"^\s*(?:section\s+|article\s+)?[\dIVXivx]+(?:\.\d+)*[.)]?\s+", re.IGNORECASE)
+_LETTERED = re.compile(r"^\s*\(?[a-z][.)]\s+")  # "b. ", "(c) "
+_ROMAN = re.compile(r"^[ivxlc]+$", re.IGNORECASE)
+_FORM_ANSWERS = frozenset({"yes", "no", "none", "n/a", "not applicable"})
 
 
 @dataclass(frozen=True)
@@ -171,10 +177,30 @@ def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
         return []
     found = [(key, len(group)) for key, group in grouped.items()]
     names = section_titles(list(grouped))
-    return [
-        _heading_topic(keys, [names[k] for k in keys], [r for k in keys for r in grouped[k]])
-        for keys in _contiguous_groups(found, MAX_TOPICS)
-    ]
+    openings = {key.document_id: key for key in reversed(grouped)}  # each document's first section
+    several = len(openings) > 1
+    topics = []
+    for keys in _contiguous_groups(found, MAX_TOPICS):
+        shown = [names[k] for k in keys if not weak_title(names[k])]
+        if not shown:  # nothing to name it by: the opening pages are front matter, later ones keep their names
+            opening = openings[keys[0].document_id] == keys[0]
+            front = f"{keys[0].document_id}: {FRONT_MATTER}" if several else FRONT_MATTER
+            shown = [front] if opening else [names[k] for k in keys]
+        topics.append(_heading_topic(keys, shown, [r for k in keys for r in grouped[k]]))
+    return topics
+
+
+def weak_title(name: str) -> bool:
+    """A heading that names nothing for a reader: it begins in lower case (a title's second line "but a Good
+    Reranker for Hard Samples!", the end of a pull quote), has no word of three letters but numerals ("1", "iii"),
+    is a form's answer ("Yes"), or holds a check box or a blank to fill in ("☒Annual report pursuant to ...",
+    "For the transition period from ________ to")."""
+    text = _LETTERED.sub("", _NUMBERING.sub("", name)).strip()
+    if not text or text.casefold() in _FORM_ANSWERS or "___" in text or any(c in text for c in "☐☑☒"):
+        return True
+    if text[0].islower() and not (len(text) > 1 and text[1].isupper()):  # "iPhone" is a name
+        return True
+    return not any(len(w) >= 3 and not _ROMAN.match(w) for w in words(text))
 
 
 def _heading_topic(group: Sequence[SectionKey], titles: Sequence[str], members: Sequence[Mapping]) -> Topic:

@@ -11,6 +11,7 @@ from citesum.tasks.summarize.synthesizers.prompts import (
     EVIDENCE_OPEN,
     NOT_STATED,
     SYSTEM_PROMPT,
+    UNASKED,
     build_messages,
     is_not_stated,
     neutralise,
@@ -235,3 +236,20 @@ def test_render_prompt_records_both_messages():
     rendered = render_prompt(messages)
     assert rendered.startswith("[system]\n" + SYSTEM_PROMPT)
     assert "[user]\nTask: What is the notice period?" in rendered
+
+
+CONTENTS = "Contents\nIntroduction 1\nScope of Services 3\nFees and Payment 5\nTermination 9"
+
+
+def test_a_part_written_unasked_is_not_shown_a_table_of_contents_and_told_to_state_not_point():
+    toc = evidence("c1", CONTENTS, pages=(2, 2))
+    body = evidence("c2", "Either party may terminate this agreement on 30 days' written notice.", pages=(9, 9))
+    topic = SynthesisRequest("Termination", (toc, body), is_question=False)
+    unasked = user_message(topic)
+    assert "Scope of Services 3" not in unasked and "[c1]" not in unasked
+    assert "30 days' written notice" in unasked and "[c2]" in unasked and UNASKED in unasked
+
+    asked = user_message(SynthesisRequest("Where is termination covered?", (toc, body), is_question=True))
+    assert "Scope of Services 3" in asked and "[c1]" in asked and UNASKED not in asked
+    only_contents = user_message(SynthesisRequest("Contents", (toc,), is_question=False))
+    assert "Scope of Services 3" in only_contents  # nothing else to read: the part still has its evidence

@@ -13,9 +13,9 @@ from citesum.tasks.summarize.topics import (
     section_rows,
     section_titles,
     topic_title,
-    weak_title,
     topics_from_clusters,
     topics_from_headings,
+    weak_title,
 )
 
 SECTIONS = [f"{n} Section {n}" for n in range(1, 14)]
@@ -79,10 +79,24 @@ def test_a_topic_of_many_sections_is_titled_by_its_first_and_last():
 
 
 def test_weak_headings_name_no_topic():
-    for weak in ("but a Good Reranker for Hard Samples!", "1", "iii", "Yes", "☒Annual report pursuant to section 13",
-                 "For the transition period from ________ to", "term value for all of our stakeholders.”"):
+    for weak in (
+        "but a Good Reranker for Hard Samples!",
+        "1",
+        "iii",
+        "Yes",
+        "☒Annual report pursuant to section 13",
+        "For the transition period from ________ to",
+        "term value for all of our stakeholders.”",
+    ):
         assert weak_title(weak), weak
-    for strong in ("PART II", "3 LOGIC-LM", "Is the service safe?", "b. Overview", "iPhone sales", "Item 6. [Reserved]"):
+    for strong in (
+        "PART II",
+        "3 LOGIC-LM",
+        "Is the service safe?",
+        "b. Overview",
+        "iPhone sales",
+        "Item 6. [Reserved]",
+    ):
         assert not weak_title(strong), strong
 
     opening = ["but a Good Reranker for Hard Samples!"] * 3  # the title's second line, set as a heading
@@ -95,7 +109,10 @@ def test_weak_headings_name_no_topic():
 
     short = rows([*opening, *body[:6]])  # two documents of four sections: each section a topic of its own
     two = topics_from_headings(short + [{**r, "document_id": "b.pdf", "chunk_id": "b" + r["chunk_id"]} for r in short])
-    assert [t.title for t in two if "front matter" in t.title] == ["agreement.pdf: (front matter)", "b.pdf: (front matter)"]
+    assert [t.title for t in two if "front matter" in t.title] == [
+        "agreement.pdf: (front matter)",
+        "b.pdf: (front matter)",
+    ]
 
 
 def test_few_sections_give_no_heading_topics():

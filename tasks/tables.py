@@ -106,8 +106,8 @@ class Table:
         label = normalize_space(row[0].rstrip(":").strip())
         if not (label and self.qualifier):
             return label
-        bracketed = self.qualifier.startswith("(") and self.qualifier.endswith(")")  # "(in thousands)"
-        return f"{label} {self.qualifier}" if bracketed else f"{label} ({self.qualifier})"
+        # "(in thousands)", "(in millions, unaudited) 12 Weeks Ended": brackets of its own, none around it
+        return f"{label} {self.qualifier}" if self.qualifier.startswith("(") else f"{label} ({self.qualifier})"
 
 
 def tables_in(text: str) -> list[Table]:

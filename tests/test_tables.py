@@ -532,6 +532,9 @@ def test_a_spanning_header_in_brackets_is_not_bracketed_twice():
         " 30,024; Domestic DVD 4,904; Consolidated —"
     )
     assert finding_supported(MEMBERSHIPS, found)
+    unit_first = MEMBERSHIPS.replace("(in thousands) |", "(in thousands) Year End |")
+    (found,) = row_findings(unit_first).values()
+    assert found.startswith("Total memberships at end of period (in thousands) Year End: Domestic Streaming 44,738;")
 
 
 def test_a_fee_schedule_in_a_grid_is_quoted_by_its_row(tmp_path, embedder):

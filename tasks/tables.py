@@ -25,6 +25,8 @@ SEPARATOR = " | "
 # A figure as financial statements print it: "14,622", "$14,622", "(886)", "12.5%", "-3", or a dash for none.
 _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)?%?\)?$|^[\-\u2013\u2014]$")
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
+# A label cut off at the end of its line: "NET INCREASE IN CASH AND" over "CASH EQUIVALENTS | 655 | (200)".
+_WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with)$|[&\-\u2013]$", re.IGNORECASE)
 
 
 def row_line(cells: list[str]) -> str:
@@ -101,9 +103,19 @@ class Table:
                     names[i], names[j] = "", names[i]
         return tuple(names[1:])
 
+    @cached_property
+    def _wrapped_labels(self) -> dict[tuple[str, ...], str]:
+        """Rows whose label began on the row above, a label alone that stops short ("... CASH AND"), whole. Having
+        no figures, such a row above the first data row counts as a header row (``header_count``)."""
+        return {
+            row: f"{above[0]} {row[0]}"
+            for above, row in zip((self.header[-1] if self.header else ("",), *self.rows), self.rows, strict=False)
+            if not any(above[1:]) and _WRAPPED.search(above[0].strip()) and row[0] and any(row[1:])
+        }
+
     def label(self, row: tuple[str, ...]) -> str:
         """A data row's label, with the qualifier in brackets: "Accounts payable (Year Ended December 31)"."""
-        label = normalize_space(row[0].rstrip(":").strip())
+        label = normalize_space(self._wrapped_labels.get(row, row[0]).rstrip(":").strip())
         if not (label and self.qualifier):
             return label
         # "(in thousands)", "(in millions, unaudited) 12 Weeks Ended": brackets of its own, none around it

@@ -537,6 +537,26 @@ def test_a_spanning_header_in_brackets_is_not_bracketed_twice():
     assert found.startswith("Total memberships at end of period (in thousands) Year End: Domestic Streaming 44,738;")
 
 
+WRAPPED = (
+    "(Millions) | 2018 | 2017\n"
+    "NET INCREASE IN CASH AND | |\n"  # the label ran onto the next line, beside its figures
+    "CASH EQUIVALENTS | 655 | (200)\n"
+    "At May 31, | |\n"  # a heading over the rows below, not a cut label
+    "Cash and equivalents | 1 | 2"
+)
+
+
+def test_a_label_cut_off_at_the_end_of_its_line_is_read_whole():
+    assert set(row_findings(WRAPPED).values()) == {
+        "NET INCREASE IN CASH AND CASH EQUIVALENTS: 2018 655; 2017 (200)",
+        "Cash and equivalents: 2018 1; 2017 2",
+    }
+    assert finding_supported(WRAPPED, "NET INCREASE IN CASH AND CASH EQUIVALENTS: 2018 655")
+    assert not finding_supported(WRAPPED, "CASH EQUIVALENTS: 2018 655")
+    below_a_row = "Net income | 5 | 6\n" + WRAPPED.split("\n", 1)[1]  # no header: the cut label follows a row
+    assert "NET INCREASE IN CASH AND CASH EQUIVALENTS: 655; (200)" in row_findings(below_a_row).values()
+
+
 def test_a_fee_schedule_in_a_grid_is_quoted_by_its_row(tmp_path, embedder):
     """Extracted, chunked and summarized: the row that answers, not the grid run into the next paragraph."""
     doc = pymupdf.open()

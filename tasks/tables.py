@@ -114,7 +114,8 @@ class Table:
         }
 
     def label(self, row: tuple[str, ...]) -> str:
-        """A data row's label, with the qualifier in brackets: "Accounts payable (Year Ended December 31)"."""
+        """A data row's label (whole when it began on the row above), with the qualifier in brackets: "Accounts
+        payable (Year Ended December 31)"."""
         label = normalize_space(self._wrapped_labels.get(row, row[0]).rstrip(":").strip())
         if not (label and self.qualifier):
             return label

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
+from citesum.tasks.text import is_contents
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,15 @@ class SynthesisRequest:
     # The instruction is the user's question or request, which the evidence may not answer ("Not stated in the
     # evidence."); a topic or "summarize this section" always has something to say.
     is_question: bool = False
+
+    @property
+    def readable(self) -> tuple[Evidence, ...]:
+        """The evidence a part reads first: one written unasked (a topic, an exhaustive section) skips tables of
+        contents (``text.is_contents``), which only say where things are, while a question may ask that. Empty
+        when that is all the part has: both synthesizers then read all of it."""
+        if self.is_question:
+            return self.evidence
+        return tuple(e for e in self.evidence if not is_contents(e.text))
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import (
-    is_contents,
     is_pointer,
     is_title,
     normalize_space,
@@ -80,8 +79,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     """Every statement-like sentence of the evidence, once, with the label of its first chunk.
 
     A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``asked=False`` (a part
-    written unasked, a topic): a chunk that is a table of contents (``is_contents``) gives none, nor does a
-    sentence that only points elsewhere (``is_pointer``: "For more information, see Item 1A.") or is a title
+    written unasked, a topic, whose tables of contents ``SynthesisRequest.readable`` leaves out): no sentence
+    that only points elsewhere (``is_pointer``: "For more information, see Item 1A.") or is a title
     (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts"); a brief quoting
     "Properties 18 Item 3." says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction)))
@@ -92,8 +91,6 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
-        if not asked and is_contents(text):
-            continue
         rows, row_spans = row_findings(text), set(table_rows(text))
         for start, end in split_sentences(text):
             if (start, end) in row_spans:  # a header or label row is no finding
@@ -163,7 +160,7 @@ class ExtractiveSynthesizer:
                 sentences=(CitedSentence(NOT_STATED, ()),),
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
             )
-        pool = evidence_sentences(request.evidence, request.instruction, asked=request.is_question)
+        pool = evidence_sentences(request.readable, request.instruction, asked=request.is_question)
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]

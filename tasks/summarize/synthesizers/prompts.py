@@ -27,7 +27,7 @@ from typing import Any
 
 from citesum.tasks.summarize.evidence import Citation, CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.text import LABEL_PATTERN, find_labels, is_contents, normalize_space
+from citesum.tasks.text import LABEL_PATTERN, find_labels, normalize_space
 
 NOT_STATED = "Not stated in the evidence."
 EVIDENCE_OPEN = "<untrusted_evidence>"
@@ -102,8 +102,16 @@ def render_prompt(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
 
 
+# A part written unasked (a topic, a section of an exhaustive summary) says what the documents state: the
+# extractive synthesizer's rule for the same parts (``extractive.evidence_sentences``), in words for a model.
+UNASKED = (
+    "State what the documents say, not where they say it: a sentence that only refers the reader to another "
+    "section, note or item, or only repeats a title or heading, is not a statement."
+)
+
+
 def _user_message(request: SynthesisRequest) -> str:
-    shown = shown_evidence(request)
+    shown = request.readable or request.evidence  # labels keep their numbers, so citations still resolve
     labels = ", ".join(f"[{e.label}]" for e in shown)
     parts = [
         f"Task: {neutralise(request.instruction)}",
@@ -119,22 +127,6 @@ def _user_message(request: SynthesisRequest) -> str:
     if request.feedback.strip():
         parts.append(_feedback(request))
     return "\n\n".join(parts)
-
-
-# A part written unasked (a topic, a section of an exhaustive summary) says what the documents state; the
-# extractive synthesizer's rule for the same parts (``extractive.evidence_sentences``), in words for a model.
-UNASKED = (
-    "State what the documents say, not where they say it: a sentence that only refers the reader to another "
-    "section, note or item, or only repeats a title or heading, is not a statement."
-)
-
-
-def shown_evidence(request: SynthesisRequest) -> tuple[Evidence, ...]:
-    """What the model reads: a part written unasked is not shown tables of contents (``text.is_contents``), which
-    only say where things are; a question may ask that. Labels keep their numbers, so citations still resolve."""
-    if request.is_question:
-        return tuple(request.evidence)
-    return tuple(e for e in request.evidence if not is_contents(e.text)) or tuple(request.evidence)
 
 
 def build_merge_messages(request: MergeRequest) -> list[dict[str, str]]:

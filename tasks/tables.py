@@ -10,7 +10,8 @@ come first: the rows before the first one that states a figure other than a year
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
   debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that. A header
   row with one cell over several columns qualifies every value: "Accounts payable (Year Ended
-  December 31): 2015 4,294; 2016 5,030".
+  December 31): 2015 4,294; 2016 5,030"; a label over a group of columns names each of them ("Pension 2021
+  (1,330); Pension 2020 (1,288)", ``Table._groups``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ SEPARATOR = " | "
 # A figure as financial statements print it: "14,622", "$14,622", "(886)", "12.5%", "-3", or a dash for none.
 _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)?%?\)?$|^[\-\u2013\u2014]$")
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
+GROUPS = 8  # labels a header row may spread over groups of columns: the ways to split grow as 3 ** labels
 # A label cut off at the end of its line: "NET INCREASE IN CASH AND" over "CASH EQUIVALENTS | 655 | (200)".
 _WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with)$|[&\-\u2013]$", re.IGNORECASE)
 
@@ -90,11 +92,13 @@ class Table:
 
     @cached_property
     def column_names(self) -> tuple[str, ...]:
-        """Each value column's name: its header cells, top to bottom ("December 31, 2018"), spanning rows aside. A
-        name over a column without figures moves to the next column (else the one before) that has figures but no
-        name: the header cell was set a column apart from its values ("2018" over "" and "$30")."""
+        """Each value column's name: its header cells, top to bottom ("December 31, 2018"), spanning rows aside, a
+        group's label on each column of its group (``_groups``). A name over a column without figures moves to the
+        next column (else the one before) that has figures but no name: the header cell was set a column apart from
+        its values ("2018" over "" and "$30")."""
         width, valued = self._width, self._valued
-        rows = [r for r in self.header if not self._spanning(r)]
+        rows = _joined([r for r in self.header if not self._spanning(r)], valued)
+        rows = [self._groups(r, rows[k + 1 :]) for k, r in enumerate(rows)]
         names = [" ".join(r[i] for r in rows if i < len(r) and r[i]) for i in range(width)]
         for i in range(1, width):
             if names[i] and i not in valued:
@@ -102,6 +106,38 @@ class Table:
                 if j is not None:
                     names[i], names[j] = "", names[i]
         return tuple(names[1:])
+
+    def _groups(self, row: tuple[str, ...], below: list[tuple[str, ...]]) -> tuple[str, ...]:
+        """``row`` with each of its labels over every column of its group: "| 2021 | | 2022 | | | 2023 |" over "Total
+        | Opened | Closed | Total | Opened | Closed | Total" names the 2022 group's three columns, not its middle one.
+
+        Extraction sets a label over several columns in one of them, the first or the middle one. Of the ways to split
+        the columns into one run per label, each label first in its run or at its centre, the one kept is the split
+        whose runs repeat each other's column names below most often (at least two runs alike, "Opened, Closed,
+        Total" twice; the most runs of one kind first), then whose labels sit nearest their runs' centres; only the
+        runs alike are spread. A row no split fits (names that continue the column names below, "Percentage" over
+        "Change 2016"), that repeats a label or has more than ``GROUPS`` labels is left as it is."""
+        named = [i for i in range(1, len(row)) if row[i]]
+        if not 2 <= len(named) <= GROUPS or len({row[i] for i in named}) < len(named) or not below:
+            return row  # a label repeated ("Total Stores" thrice) begins the column names below: no groups
+        leaves = [_pattern(" ".join(r[i] for r in below if i < len(r) and r[i])) for i in range(self._width)]
+        columns = sorted(self._valued.union(named, (i for i in range(1, self._width) if leaves[i])))
+        best: tuple[tuple[int, int, float], list[tuple[int, int]]] | None = None
+        for runs in _splits(named, columns[0], columns[-1]):
+            kinds = [tuple(leaves[a : b + 1]) for a, b in runs]
+            counts = [kinds.count(kind) for kind in kinds if any(kind)]
+            alike = sum(count > 1 for count in counts)
+            off = sum(abs(m - (a + b) / 2) for m, (a, b) in zip(named, runs, strict=True))
+            if alike >= 2 and (best is None or (-max(counts), -alike, off) < best[0]):
+                best = ((-max(counts), -alike, off), runs)
+        if best is None:
+            return row
+        spread = list(row) + [""] * (self._width - len(row))
+        kinds = [tuple(leaves[a : b + 1]) for a, b in best[1]]
+        for m, (a, b), kind in zip(named, best[1], kinds, strict=True):
+            if kinds.count(kind) > 1:  # a run like no other may be a label over one column only ("Other")
+                spread[a : b + 1] = [row[m]] * (b - a + 1)
+        return tuple(spread[: max(len(row), best[1][-1][1] + 1)])
 
     @cached_property
     def _wrapped_labels(self) -> dict[tuple[str, ...], str]:
@@ -121,6 +157,39 @@ class Table:
             return label
         # "(in thousands)", "(in millions, unaudited) 12 Weeks Ended": brackets of its own, none around it
         return f"{label} {self.qualifier}" if self.qualifier.startswith("(") else f"{label} ({self.qualifier})"
+
+
+def _joined(rows: list[tuple[str, ...]], valued: frozenset[int]) -> list[tuple[str, ...]]:
+    """Header rows with the labels of a row joined to those of the row below when they stand over some of its
+    labels and that row names groups (it leaves a value column unnamed): "Qualified Defined" over "Benefit Pension
+    Plans", "Notional | | Accrued" over "amounts | Other assets | liabilities", are one label each."""
+    out: list[tuple[str, ...]] = []
+    for row in rows:
+        named = {i for i, cell in enumerate(row) if cell and i}
+        above = out[-1] if out else ()
+        over = {i for i, cell in enumerate(above) if cell and i}
+        if len(above) == len(row) and len(named) > 1 and over and over <= named and not valued <= named:
+            out[-1] = tuple(normalize_space(f"{a} {b}") for a, b in zip(above, row, strict=True))
+        else:
+            out.append(row)
+    return out
+
+
+def _splits(named: list[int], first: int, last: int) -> list[list[tuple[int, int]]]:
+    """Every way to cut columns ``first``..``last`` into runs, one per label column of ``named`` (in order), each
+    label first in its run or at its centre (the lower or upper middle of an even run)."""
+    if len(named) == 1:
+        m = named[0]
+        fits = m == first or abs(2 * m - first - last) <= 1
+        return [[(first, last)]] if first <= m <= last and fits else []
+    m, before = named[-1], named[-2]
+    starts = {m, 2 * m - last, 2 * m - last - 1, 2 * m - last + 1}
+    return [[*rest, (a, last)] for a in sorted(starts) if before < a <= m for rest in _splits(named[:-1], first, a - 1)]
+
+
+def _pattern(name: str) -> str:
+    """A column name as a pattern its group's twin shares: case, footnote marks and digits aside."""
+    return re.sub(r"\d+", "#", re.sub(r"\(\d{1,2}\)|\*", "", name.lower())).strip()
 
 
 def tables_in(text: str) -> list[Table]:

@@ -417,6 +417,29 @@ def test_a_currency_sign_keeps_its_figure_set_past_the_columns():
     ]
 
 
+@needs_mmlongbench
+def test_best_buy_store_counts_name_each_year_of_their_group():
+    # BESTBUY_2023_10K p.26: "2022" stands over the middle of its three columns; "Stores Opened 13" is fiscal 2022's.
+    stores = next(t for t in page_tables("BESTBUY_2023_10K.pdf", 26, MMLONGBENCH) if "Yardbird" in "\n".join(t))
+    findings = row_findings("\n".join(stores)).values()
+    assert (
+        "Total Domestic segment stores: 2021 Total Stores at End of Fiscal Year 991; 2022 Stores Opened 13; 2022"
+        " Stores Closed(1) (20); 2022 Total Stores at End of Fiscal Year 984; 2023 Stores Opened 9; 2023 Stores"
+        " Closed (15); 2023 Total Stores at End of Fiscal Year 978" in findings
+    )
+
+
+@needs_financebench
+def test_verizon_benefit_obligations_name_the_plan_of_every_year():
+    # VERIZON_2021_10K p.89: "Pension" and "Health Care and Life" each stand over the second of their two years.
+    obligations = next(t for t in page_tables("VERIZON_2021_10K.pdf", 89) if "Service cost" in "\n".join(t))
+    findings = row_findings("\n".join(obligations)).values()
+    assert (
+        "Service cost (dollars in millions): Pension 2021 282; Pension 2020 305; Health Care and Life 2021 112;"
+        " Health Care and Life 2020 110" in findings
+    )
+
+
 @needs_financebench
 def test_a_heading_above_a_table_is_not_taken_into_its_header():
     # BESTBUY_2024Q2_10Q p.17: the running "Table of Contents" link, the section heading, a sub-heading and the
@@ -535,6 +558,49 @@ def test_a_spanning_header_in_brackets_is_not_bracketed_twice():
     unit_first = MEMBERSHIPS.replace("(in thousands) |", "(in thousands) Year End |")
     (found,) = row_findings(unit_first).values()
     assert found.startswith("Total memberships at end of period (in thousands) Year End: Domestic Streaming 44,738;")
+
+
+STORES = (
+    "| 2021 |  | 2022 |  |  | 2023 |\n"  # each year over its group, set in the group's middle column
+    "| Total Stores |  |  | Total Stores |  |  | Total Stores\n"  # one label thrice: the names below go on
+    "| at End of | Stores | Stores | at End of | Stores | Stores | at End of\n"
+    "| Fiscal Year | Opened | Closed(1) | Fiscal Year | Opened | Closed | Fiscal Year\n"
+    "Total Domestic segment stores | 991 | 13 | (20) | 984 | 9 | (15) | 978"
+)
+PLANS = (
+    "|  | Qualified Defined |  | Retiree Medical and\n"  # a label on two lines, each over the second of its pair
+    "|  | Benefit Pension Plans |  | Life Insurance Plans\n"
+    "At December 31, | 2021 | 2020 | 2021 | 2020\n"
+    "Settlements paid | (1,330) | (1,288) | — | —"
+)
+CHANGE = (
+    "|  |  |  | Percentage | Percentage\n"  # labels that begin the column names below, not groups
+    "|  |  |  | Change 2016 | Change 2015\n"
+    "(In millions) | 2016 | 2015 | 2014 | Versus 2015 | Versus 2014\n"
+    "Revenue | $ 85,320 | $ 93,580 | $ 86,833 | (9)% | 8%"
+)
+
+
+def test_a_label_over_a_group_of_columns_names_each_column_of_the_group():
+    (stores,) = row_findings(STORES).values()
+    assert stores == (
+        "Total Domestic segment stores: 2021 Total Stores at End of Fiscal Year 991; 2022 Stores Opened 13; 2022"
+        " Stores Closed(1) (20); 2022 Total Stores at End of Fiscal Year 984; 2023 Stores Opened 9; 2023 Stores"
+        " Closed (15); 2023 Total Stores at End of Fiscal Year 978"
+    )
+    (plans,) = row_findings(PLANS).values()
+    assert plans == (
+        "Settlements paid: Qualified Defined Benefit Pension Plans 2021 (1,330); Qualified Defined Benefit Pension"
+        " Plans 2020 (1,288); Retiree Medical and Life Insurance Plans 2021 —; Retiree Medical and Life Insurance"
+        " Plans 2020 —"
+    )
+    assert finding_supported(PLANS, plans)
+    assert not finding_supported(PLANS, "Settlements paid: 2021 —")
+    (change,) = row_findings(CHANGE).values()
+    assert change == (
+        "Revenue: 2016 $ 85,320; 2015 $ 93,580; 2014 $ 86,833; Percentage Change 2016 Versus 2015 (9)%; Percentage"
+        " Change 2015 Versus 2014 8%"
+    )
 
 
 WRAPPED = (

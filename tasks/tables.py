@@ -141,12 +141,16 @@ class Table:
 
     @cached_property
     def _wrapped_labels(self) -> dict[tuple[str, ...], str]:
-        """Rows whose label began on the row above, a label alone that stops short ("... CASH AND"), whole. Having
-        no figures, such a row above the first data row counts as a header row (``header_count``)."""
+        """Rows whose label began on the row above, a label alone that stops short ("... CASH AND") or goes on in
+        lower case ("Cost of products" over "sold | 1,234"), whole. Having no figures, such a row above the first
+        data row counts as a header row (``header_count``)."""
         return {
             row: f"{above[0]} {row[0]}"
             for above, row in zip((self.header[-1] if self.header else ("",), *self.rows), self.rows, strict=False)
-            if not any(above[1:]) and _WRAPPED.search(above[0].strip()) and row[0] and any(row[1:])
+            if not any(above[1:])
+            and above[0].strip()
+            and (_WRAPPED.search(above[0].strip()) or row[0][:1].islower())
+            and any(row[1:])
         }
 
     def label(self, row: tuple[str, ...]) -> str:

@@ -608,7 +608,9 @@ WRAPPED = (
     "NET INCREASE IN CASH AND | |\n"  # the label ran onto the next line, beside its figures
     "CASH EQUIVALENTS | 655 | (200)\n"
     "At May 31, | |\n"  # a heading over the rows below, not a cut label
-    "Cash and equivalents | 1 | 2"
+    "Cash and equivalents | 1 | 2\n"
+    "Cost of products | |\n"  # goes on below in lower case
+    "sold | 3 | 4"
 )
 
 
@@ -616,6 +618,7 @@ def test_a_label_cut_off_at_the_end_of_its_line_is_read_whole():
     assert set(row_findings(WRAPPED).values()) == {
         "NET INCREASE IN CASH AND CASH EQUIVALENTS: 2018 655; 2017 (200)",
         "Cash and equivalents: 2018 1; 2017 2",
+        "Cost of products sold: 2018 3; 2017 4",
     }
     assert finding_supported(WRAPPED, "NET INCREASE IN CASH AND CASH EQUIVALENTS: 2018 655")
     assert not finding_supported(WRAPPED, "CASH EQUIVALENTS: 2018 655")

@@ -26,7 +26,8 @@ SEPARATOR = " | "
 # A figure as financial statements print it: "14,622", "$14,622", "(886)", "12.5%", "-3", or a dash for none.
 _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)?%?\)?$|^[\-\u2013\u2014]$")
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
-GROUPS = 8  # labels a header row may spread over groups of columns: the ways to split grow as 3 ** labels
+GROUPS = 6  # labels a header row may spread over groups of columns: the ways to split grow as 6 ** labels
+DRIFT = 2  # a group's label stands within a column of its centre: |2 * label - first - last| <= DRIFT
 # A label cut off at the end of its line: "NET INCREASE IN CASH AND" over "CASH EQUIVALENTS | 655 | (200)".
 _WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with)$|[&\-\u2013]$", re.IGNORECASE)
 
@@ -181,13 +182,14 @@ def _joined(rows: list[tuple[str, ...]], valued: frozenset[int]) -> list[tuple[s
 
 def _splits(named: list[int], first: int, last: int) -> list[list[tuple[int, int]]]:
     """Every way to cut columns ``first``..``last`` into runs, one per label column of ``named`` (in order), each
-    label first in its run or at its centre (the lower or upper middle of an even run)."""
+    label first in its run or within a column of its centre (Verizon's "Pension" stands over the last of its three
+    years, "Health Care and Life" over the middle one)."""
     if len(named) == 1:
         m = named[0]
-        fits = m == first or abs(2 * m - first - last) <= 1
+        fits = m == first or abs(2 * m - first - last) <= DRIFT
         return [[(first, last)]] if first <= m <= last and fits else []
     m, before = named[-1], named[-2]
-    starts = {m, 2 * m - last, 2 * m - last - 1, 2 * m - last + 1}
+    starts = {m} | {2 * m - last + d for d in range(-DRIFT, DRIFT + 1)}
     return [[*rest, (a, last)] for a in sorted(starts) if before < a <= m for rest in _splits(named[:-1], first, a - 1)]
 
 

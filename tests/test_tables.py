@@ -438,6 +438,13 @@ def test_verizon_benefit_obligations_name_the_plan_of_every_year():
         "Service cost (dollars in millions): Pension 2021 282; Pension 2020 305; Health Care and Life 2021 112;"
         " Health Care and Life 2020 110" in findings
     )
+    # p.90: "Pension" over the last of its three years, "Health Care and Life" over the middle one.
+    costs = next(t for t in page_tables("VERIZON_2021_10K.pdf", 90) if "Service cost" in "\n".join(t))
+    assert (
+        "Service cost (dollars in millions): Pension 2021 282; Pension 2020 305; Pension 2019 247; Health Care and"
+        " Life 2021 112; Health Care and Life 2020 110; Health Care and Life 2019 96"
+        in row_findings("\n".join(costs)).values()
+    )
 
 
 @needs_financebench

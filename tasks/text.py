@@ -218,3 +218,15 @@ def is_title(sentence: str) -> bool:
         return False
     named = [w for w in words(text) if w[0].isalpha() and w.lower() not in STOPWORDS]
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)
+
+
+_ITEM_MARKER = re.compile(r"^(?:\(?(?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")
+_WHOLE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def is_fragment(sentence: str) -> bool:
+    """Part of a sentence, not one: it goes on from text before it (begins in lower case, an item marker aside: "(vi)
+    the Notes to Consolidated Financial Statements.", "our content and marketing investments") or stops short of a
+    full stop ("These forward-looking statements include, but are not limited to, statements regarding")."""
+    text = _ITEM_MARKER.sub("", sentence.strip(), count=1)
+    return bool(text) and (text[0].islower() or not _WHOLE_END.search(text))

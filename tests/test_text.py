@@ -14,6 +14,7 @@ from citesum.tasks.text import (
     evidence_label,
     find_labels,
     is_contents,
+    is_fragment,
     is_pointer,
     is_title,
     join_heading,
@@ -286,3 +287,21 @@ def test_a_pointer_only_sends_the_reader_elsewhere(sentence, points):
 )
 def test_a_title_is_no_statement(line, title):
     assert is_title(line) is title
+
+
+@pytest.mark.parametrize(
+    ("piece", "fragment"),
+    [
+        ("These forward-looking statements include, but are not limited to, statements regarding", True),
+        ("our content and marketing investments, including investments in original programming", True),
+        ("(vi) the Notes to Consolidated Financial Statements.", True),
+        ("a) designed such disclosure controls and procedures, or caused them to be designed", True),
+        ("and b) any fraud, whether or not material, that involves management.", True),
+        ("Net sales rose 5% in the Americas.", False),
+        ("(a) The Customer shall pay each invoice within 30 days.", False),
+        ('The Company considers such investments to be "cash equivalents."', False),
+        ("Is the notice period 30 days?", False),
+    ],
+)
+def test_a_fragment_needs_the_text_around_it(piece, fragment):
+    assert is_fragment(piece) is fragment

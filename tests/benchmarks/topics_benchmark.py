@@ -12,7 +12,8 @@ document and in total:
 - ``pointers_quoted`` of ``sentences``: sentences that only point elsewhere ("For more information, see
   Item 1A.", ``citesum.tasks.text.is_pointer``), of all the brief's sentences; ``titles_quoted``: sentences
   that are titles, a row finding aside (``citesum.tasks.text.is_title``: "Notes to Consolidated Financial
-  Statements").
+  Statements"); ``fragments_quoted``: sentences that are parts of a sentence, a row finding aside
+  (``citesum.tasks.text.is_fragment``: "statements regarding", "(vi) the Notes to ...").
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus.
@@ -54,7 +55,7 @@ def repeated_sentences(texts) -> int:
 def measure(summary, rows, topics) -> dict:
     """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
     contents, of one summary."""
-    from citesum.tasks.text import is_contents, is_pointer, is_title
+    from citesum.tasks.text import is_contents, is_fragment, is_pointer, is_title
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
@@ -74,6 +75,7 @@ def measure(summary, rows, topics) -> dict:
         "contents_quoted": from_contents,
         "pointers_quoted": sum(is_pointer(t) for t in texts),
         "titles_quoted": sum(is_title(t) and not ROW_FINDING.match(t) for t in texts),
+        "fragments_quoted": sum(is_fragment(t) and not ROW_FINDING.match(t) for t in texts),
         "sentences": len(texts),
     }
 
@@ -123,6 +125,7 @@ def main() -> None:
         "contents_quoted": sum(r["contents_quoted"] for r in results.values()),
         "pointers_quoted": sum(r["pointers_quoted"] for r in results.values()),
         "titles_quoted": sum(r["titles_quoted"] for r in results.values()),
+        "fragments_quoted": sum(r["fragments_quoted"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }
     print(json.dumps({"documents": results, "total": total}, indent=2))

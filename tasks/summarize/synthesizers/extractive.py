@@ -25,9 +25,10 @@ contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" an
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
 A table row is quoted as its finding, its label and each value under its column's name
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
-unasked (a topic) quotes no table of contents ("Properties 18 Item 3.") and no sentence that only points elsewhere
-("For more information, see Item 1A.") or is a title ("Notes to Consolidated Financial Statements"), unless that
-is all its evidence.
+unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
+("For more information, see Item 1A.") or is a title ("Notes to Consolidated Financial Statements") and no part of a
+sentence (a chunk that begins inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still
+quoted), unless that is all its evidence.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -48,6 +49,7 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import (
+    is_fragment,
     is_pointer,
     is_title,
     normalize_space,
@@ -81,8 +83,9 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``asked=False`` (a part
     written unasked, a topic, whose tables of contents ``SynthesisRequest.readable`` leaves out): no sentence
     that only points elsewhere (``is_pointer``: "For more information, see Item 1A.") or is a title
-    (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts"); a brief quoting
-    "Properties 18 Item 3." says nothing, while a question may ask where something is."""
+    (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts"), and no part of a
+    sentence (``is_fragment``: "operating income and a $15.8 million decrease ...", a chunk begun inside a sentence);
+    a brief quoting "Properties 18 Item 3." says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction)))
     seen: set[str] = set()
     found: list[_Sentence] = []
@@ -99,7 +102,10 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                     seen.add(row.lower())
                     found.append(_Sentence(row, (item.label,), len(found), float(prior)))
                 continue
-            for sentence in quotable(normalize_space(text[start:end])):
+            whole = normalize_space(text[start:end])
+            if not asked and is_fragment(whole):
+                continue  # a long sentence's clauses are fragments too, and are quoted: only whole ones are judged
+            for sentence in quotable(whole):
                 if (
                     not _statement(sentence, keywords)
                     or sentence.lower() in seen
@@ -112,7 +118,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
 
 def _navigation(sentence: str) -> bool:
-    """A pointer elsewhere or a title: it helps a reader find things, and says nothing in a brief."""
+    """A pointer elsewhere, a title or part of a sentence: it helps a reader find things, or needs the text around
+    it ("our content and marketing investments", "statements regarding"), and says nothing in a brief."""
     return is_pointer(sentence) or is_title(sentence)
 
 

@@ -28,8 +28,9 @@ PREFIX = "CITESUM_"
 # a currency sign makes no cell of its own. 3: a ruled grid with words beside a figure in each row (a fee schedule)
 # is a table. 4: where a grid and a table of aligned figures overlap, the grid is kept. 5: a cover page's identifiers
 # and addresses, a bullet, a row of amounts are no headings. 6: an outline's titles match sections numbered in roman
-# numerals or letters ("I. INTRODUCTION").
-CHUNK_FORMAT = 6
+# numerals or letters ("I. INTRODUCTION"). 7: and an appendix's lettered sections ("A ADDITIONAL ERROR ANALYSIS",
+# "A.1 ...").
+CHUNK_FORMAT = 7
 
 
 def default_cache_dir() -> Path:

@@ -348,6 +348,12 @@ def test_cover_page_identifiers_addresses_bullets_and_amounts_are_no_headings(tm
             [[1, "Introduction", 1], [1, "Overview of RAG", 2], [2, "Naive RAG", 2]],
             [(1, "I. INTRODUCTION", 1), (2, "II. OVERVIEW OF RAG", 1), (2, "A. Naive RAG", 2)],
         ),
+        # An appendix lettered without a stop (STEPBACK.pdf): its sections had stayed under "9 CONCLUSION".
+        (
+            [["9 CONCLUSION"], ["A ADDITIONAL ERROR ANALYSIS", "A.1 TIMEQA ERROR ANALYSIS"]],
+            [[1, "Conclusion", 1], [1, "Additional Error Analysis", 2], [2, "TimeQA Error Analysis", 2]],
+            [(1, "9 CONCLUSION", 1), (2, "A ADDITIONAL ERROR ANALYSIS", 1), (2, "A.1 TIMEQA ERROR ANALYSIS", 2)],
+        ),
     ],
 )
 def test_outline_titles_become_headings_even_in_body_font(tmp_path, pages, toc, expected):

@@ -62,8 +62,9 @@ _NOT_A_TITLE = re.compile(
     r"|\$\s*\(?\d|\d,\d{3}\b"  # an amount, a figure with a thousands separator
 )
 _NUMBERING = re.compile(r"^\s*(\d+(?:\.\d+)*)\.?\s+")
-# A section number in a title, as an outline may leave it out: "12.2 ", "IV. ", "A. " (IEEE style papers).
-_SECTION_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVXLC]+[.)]|[A-Z][.)])\s+")
+# A section number in a title, as an outline may leave it out: "12.2 ", "IV. ", "A. " (IEEE style papers), an
+# appendix's "A " and "A.1 ".
+_SECTION_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVXLC]+[.)]|[A-Z](?:\.\d+)*[.)]?)\s+")
 
 
 def _title_key(text: str) -> str:

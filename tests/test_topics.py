@@ -10,6 +10,7 @@ from citesum.tasks.summarize.topics import (
     TITLE_CHARS,
     characteristic_terms,
     document_titles,
+    is_reference_list,
     section_rows,
     section_titles,
     topic_title,
@@ -156,7 +157,7 @@ def test_a_section_over_most_of_the_document_gives_way_to_its_subsections():
     assert [k.title for k in section_rows(data)] == ["Title line", "Filter", *subsections]
     assert [k.path for k in section_rows(data)][2] == ("Filter", "5 Experiments")
     topics = topics_from_headings(data)
-    assert [t.title for t in topics] == ["Title line", "Filter", *subsections]
+    assert [t.title for t in topics] == ["Title line", "Filter", *(s for s in subsections if s != "References")]
     assert topics[2].chunk_ids == ("k3", "k8")  # a subsection's own chunks, in document order
 
     # Again one level down while one dominates; a section over most chunks with nothing below it stays whole.
@@ -185,3 +186,17 @@ def test_sections_of_one_name_under_different_headings_keep_titles_of_their_own(
     topics = topics_from_headings(guarantee)
     assert [t.title for t in topics] == [*titles.values(), "GUARANTEE"]
     assert topics[2].query == "PRELIMINARY"  # retrieval searches the section's own name
+
+
+def test_a_reference_list_is_no_topic():
+    # A paper's "References" had a topic of its own, quoting "Zhuosheng Zhang, Aston Zhang, Mu Li, and Alex Smola."
+    papers = ["1 Introduction", "2 Method", "3 Results", "4 Discussion", "5 Conclusion", "References", "A Datasets"]
+    topics = topics_from_headings(rows([f"{s} > {s}" for s in papers]))
+    titles = [title for t in topics for title in t.title.split("; ")]
+    assert titles == [s for s in papers if s != "References"]
+    assert [is_reference_list(t) for t in ("References", "7 Bibliography", "REFERENCES:", "Referenced works")] == [
+        True,
+        True,
+        True,
+        False,
+    ]

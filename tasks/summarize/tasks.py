@@ -35,6 +35,7 @@ from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesize
 from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
 from citesum.tasks.summarize.topics import (
     Topic,
+    is_reference_list,
     section_rows,
     section_titles,
     topics_from_clusters,
@@ -108,7 +109,12 @@ def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]
     if not topics:
         vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
         topics, origin = topics_from_clusters(rows, vectors), "clusters"
-    get_run_logger().info(f"{len(topics)} topics from {origin} of {len(rows)} chunks in {len(document_ids)} documents")
+    logger = get_run_logger()
+    logger.info(f"{len(topics)} topics from {origin} of {len(rows)} chunks in {len(document_ids)} documents")
+    if origin == "headings" and (
+        lists := [f"{k.title} ({k.document_id})" for k in section_rows(rows) if is_reference_list(k.title)]
+    ):
+        logger.info(f"not briefed, reference lists: {'; '.join(lists)}")
     return topics
 
 

@@ -13,6 +13,7 @@ is no section among others but the document's body under a heading taken for its
 (a filing's "FORM 10-K" over 871 of 939 chunks, a paper's figure label "Filter" set large
 over its last 173): its subsections take its place, again while one dominates.
 
+A reference list ("References", "Bibliography") is no topic: its entries are to be looked up, not briefed.
 A topic is titled by its sections' names but the weak ones (``weak_title``: "Yes", "1", a title's second line, a
 cover page's form line); a topic with no other, at the start of its document, is its front matter.
 
@@ -47,6 +48,9 @@ _NUMBERING = re.compile(r"^\s*(?:section\s+|article\s+)?[\dIVXivx]+(?:\.\d+)*[.)
 _LETTERED = re.compile(r"^\s*\(?[a-z][.)]\s+")  # "b. ", "(c) "
 _ROMAN = re.compile(r"^[ivxlc]+$", re.IGNORECASE)
 _FORM_ANSWERS = frozenset({"yes", "no", "none", "n/a", "not applicable"})
+_REFERENCE_LIST = re.compile(
+    r"(?:references|bibliography|works cited|literature cited|reference list|cited references)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,11 @@ def is_section(group: Sequence[Mapping]) -> bool:
 
 def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     """Consecutive top-level sections grouped into at most MAX_TOPICS topics; [] if too few sections."""
-    grouped = {key: group for key, group in section_rows(rows).items() if key.title != FRONT_MATTER}
+    grouped = {
+        key: group
+        for key, group in section_rows(rows).items()
+        if key.title != FRONT_MATTER and not is_reference_list(key.title)
+    }
     if len(grouped) < MIN_TOPICS:
         return []
     found = [(key, len(group)) for key, group in grouped.items()]
@@ -188,6 +196,12 @@ def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
             shown = [front] if opening else [names[k] for k in keys]
         topics.append(_heading_topic(keys, shown, [r for k in keys for r in grouped[k]]))
     return topics
+
+
+def is_reference_list(title: str) -> bool:
+    """A paper's list of works cited ("References", "7 Bibliography"): entries to look up, nothing to brief (a brief
+    of one quoted "Zhuosheng Zhang, Aston Zhang, Mu Li, and Alex Smola."). An exhaustive summary still reads it."""
+    return bool(_REFERENCE_LIST.fullmatch(_NUMBERING.sub("", title).strip().rstrip(":")))
 
 
 def weak_title(name: str) -> bool:

@@ -88,9 +88,17 @@ def test_weak_headings_name_no_topic():
         "☒Annual report pursuant to section 13",
         "For the transition period from ________ to",
         "term value for all of our stakeholders.”",
+        "AND CONDITIONS",  # the second line of "TERMS / AND CONDITIONS"
+        "702 S.W. 8th Street",  # a filing's cover page: its address, telephone, period
+        "Registrant’s telephone number, including area code (703)-414-6338",
+        "For the quarterly period ended July 2, 2023",
+        "Date of Report (Date of earliest event reported): May 26, 2023",
     ):
         assert weak_title(weak), weak
     for strong in (
+        "Andean Operations",
+        "Order Backlog",
+        "Street Lighting Contracts",
         "PART II",
         "3 LOGIC-LM",
         "Is the service safe?",

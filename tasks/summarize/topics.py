@@ -48,6 +48,14 @@ _NUMBERING = re.compile(r"^\s*(?:section\s+|article\s+)?[\dIVXivx]+(?:\.\d+)*[.)
 _LETTERED = re.compile(r"^\s*\(?[a-z][.)]\s+")  # "b. ", "(c) "
 _ROMAN = re.compile(r"^[ivxlc]+$", re.IGNORECASE)
 _FORM_ANSWERS = frozenset({"yes", "no", "none", "n/a", "not applicable"})
+# A title's second line ("AND CONDITIONS"), and a filing's cover-page fields: its address, telephone number, periods.
+_CONTINUED = re.compile(r"(?:and|or|of|to|by|with|from)\b", re.IGNORECASE)
+_COVER_FIELD = re.compile(
+    r"\(\d{3}\)\s*-?\d{3}-\d{4}"  # a telephone number
+    r"|^\d+\s[\w .,'-]*\b(?:Street|Avenue|Road|Drive|Boulevard|Parkway|Plaza)\b"  # a street address
+    r"|transition period|quarterly period ended|date of earliest event",
+    re.IGNORECASE,
+)
 _REFERENCE_LIST = re.compile(
     r"(?:references|bibliography|works cited|literature cited|reference list|cited references)", re.IGNORECASE
 )
@@ -207,10 +215,14 @@ def is_reference_list(title: str) -> bool:
 def weak_title(name: str) -> bool:
     """A heading that names nothing for a reader: it begins in lower case (a title's second line "but a Good
     Reranker for Hard Samples!", the end of a pull quote), has no word of three letters but numerals ("1", "iii"),
-    is a form's answer ("Yes"), or holds a check box or a blank to fill in ("☒Annual report pursuant to ...",
-    "For the transition period from ________ to")."""
+    is a form's answer ("Yes"), holds a check box or a blank to fill in ("☒Annual report pursuant to ...",
+    "For the transition period from ________ to"), goes on from the line above ("AND CONDITIONS") or is a field of a
+    filing's cover page ("702 S.W. 8th Street", "Registrant's telephone number, including area code (703)-414-6338",
+    "For the quarterly period ended July 2, 2023")."""
     text = _LETTERED.sub("", _NUMBERING.sub("", name)).strip()
     if not text or text.casefold() in _FORM_ANSWERS or "___" in text or any(c in text for c in "☐☑☒"):
+        return True
+    if _CONTINUED.match(text) or _COVER_FIELD.search(name):
         return True
     if text[0].islower() and not (len(text) > 1 and text[1].isupper()):  # "iPhone" is a name
         return True

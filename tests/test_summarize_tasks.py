@@ -59,6 +59,29 @@ def test_a_topic_takes_evidence_from_its_own_chunks_first(embedder):
     assert len(own_first_evidence("termination", candidates, LocalReranker(embedder), 4)) == 4
 
 
+def test_a_topic_of_several_sections_takes_the_best_of_each_first(embedder):
+    """A topic "6 Confidentiality; 7 Data Protection" had all its evidence from the section whose chunks matched
+    its query best, so its brief said nothing of the other."""
+    from citesum.tasks.summarize.rerank import LocalReranker
+    from citesum.tasks.summarize.tasks import own_first_evidence
+    from tests.summary_fixtures import candidate
+
+    confidentiality = "AGREEMENT > 6 Confidentiality"
+    texts = [
+        (confidentiality, "Each party keeps the other's confidential information confidential and protected."),
+        (confidentiality, "Confidential information excludes information that is public or already known."),
+        (confidentiality, "The confidentiality obligations continue for five years after the agreement ends."),
+        ("AGREEMENT > 7 Data Protection", "Supplier processes personal data only on the documented instructions."),
+    ]
+    candidates = [candidate(t, pages=(i, i), heading=h) for i, (h, t) in enumerate(texts, 1)]
+    own = tuple(c.chunk.chunk_id for c in candidates)
+    # The query matches the confidentiality chunks best: ranked alone, they fill the evidence.
+    chosen = own_first_evidence("confidential information", candidates, LocalReranker(embedder), 3, own)
+    sections = [e.candidate.chunk.heading for e in chosen]
+    assert sections[:2] == [confidentiality, "AGREEMENT > 7 Data Protection"], sections
+    assert [e.label for e in chosen] == ["c1", "c2", "c3"]
+
+
 def closed_port_url() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

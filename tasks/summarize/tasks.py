@@ -41,7 +41,7 @@ from citesum.tasks.summarize.topics import (
     topics_from_clusters,
     topics_from_headings,
 )
-from citesum.tasks.text import evidence_label
+from citesum.tasks.text import evidence_label, split_heading
 
 LLM_TAG = "citesum-llm"
 LLM_CONCURRENCY = 2  # Ollama serves requests mostly one at a time; more would only queue there
@@ -169,14 +169,35 @@ def own_first_candidates(
 def own_first_evidence(
     query: str, candidates: Sequence[Candidate], reranker: Reranker, k: int, own: tuple[str, ...] = ()
 ) -> list[Evidence]:
-    """The reranker's choice among a topic's own chunks, then among the others for the room left."""
+    """The reranker's choice among a topic's own chunks, the best of each of its sections first (``by_section``),
+    then among the others for the room left."""
     mine = set(own)
     first = [c for c in candidates if c.chunk.chunk_id in mine] if mine else list(candidates)
-    evidence = reranker.rerank(query, first, k)
+    evidence = by_section(reranker.rerank(query, first, len(first)), k) if mine else reranker.rerank(query, first, k)
     others = [c for c in candidates if mine and c.chunk.chunk_id not in mine]
     if others and len(evidence) < k:
         evidence += reranker.rerank(query, others, k - len(evidence))
     return [replace(e, label=evidence_label(i)) for i, e in enumerate(evidence, 1)]
+
+
+def by_section(ranked: Sequence[Evidence], k: int) -> list[Evidence]:
+    """``k`` of the ranked evidence: the best of each section first, in rank order, then the rest by rank. A topic of
+    several sections ("6 Confidentiality; 7 Data Protection; 8 Intellectual Property; 9 Warranties") had its
+    evidence, and so its sentences, from the one whose chunks matched its title best. A section is the heading below
+    the one all the chunks share (a topic of one section: its subsections)."""
+    paths = [split_heading(e.candidate.chunk.heading) for e in ranked]
+    shared = 0
+    while paths and all(len(p) > shared and p[shared] == paths[0][shared] for p in paths):
+        shared += 1
+    seen: set[str] = set()
+    leads = []
+    for index, path in enumerate(paths):
+        section = path[shared] if len(path) > shared else ""
+        if section not in seen:
+            seen.add(section)
+            leads.append(index)
+    order = leads + [i for i in range(len(ranked)) if i not in set(leads)]
+    return [ranked[i] for i in order[:k]]
 
 
 @task(name="rerank", task_run_name="rerank {query}", cache_policy=NO_CACHE)

@@ -6,6 +6,8 @@ document and in total:
 
 - ``own_section_share``: of the chunks cited by heading topics, the share that lie in one of the
   topic's own top-level sections (its ``chunk_ids``);
+- ``sections_cited_share``: of the sections grouped into heading topics of at most five sections (as many as a
+  part has sentences), the share that their topic's part cites;
 - ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
   case-insensitive), counting each repeat after the first;
 - ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``);
@@ -33,6 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SECTION_SENTENCES = 5  # sentences of a topic's part: a topic of more sections cannot cite each
 ROW_FINDING = re.compile(r"[^:]+: \S+ \S+.*; ")  # "Total debt: 2018 $14,622; 2017 $13,949", no title
 
 
@@ -55,22 +58,30 @@ def repeated_sentences(texts) -> int:
 def measure(summary, rows, topics) -> dict:
     """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
     contents, of one summary."""
+    from citesum.tasks.summarize.topics import section_rows
     from citesum.tasks.text import is_contents, is_fragment, is_pointer, is_title
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
+    section_of = {r["chunk_id"]: key for key, group in section_rows(rows).items() for r in group}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
-    own = cited = from_contents = 0
+    own = cited = from_contents = sections = sections_cited = 0
     for part in summary.parts:
         wanted = own_chunks.get(part.section.title, set())
         by_label = {e.label: e.chunk_id for e in part.section.evidence}
         chunks = {by_label[label] for s in part.section.sentences for label in s.citations}
         cited += len(chunks)
         own += len(chunks & wanted)
+        grouped = {section_of[c] for c in wanted if c in section_of}
+        if len(grouped) <= SECTION_SENTENCES:
+            sections += len(grouped)
+            sections_cited += len(grouped & {section_of.get(c) for c in chunks})
         from_contents += sum(any(by_label[c] in contents for c in s.citations) for s in part.section.sentences)
     texts = [s.text for part in summary.parts for s in part.section.sentences]
     return {
         "cited_chunks": cited,
         "own_section": own,
+        "sections": sections,
+        "sections_cited": sections_cited,
         "repeated_sentences": repeated_sentences(texts),
         "contents_quoted": from_contents,
         "pointers_quoted": sum(is_pointer(t) for t in texts),
@@ -119,8 +130,10 @@ def main() -> None:
             results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows, topics)}
     heading = [r for r in results.values() if r["origin"] == "headings"]
     own, cited = sum(r["own_section"] for r in heading), sum(r["cited_chunks"] for r in heading)
+    sections = sum(r["sections"] for r in heading)
     total = {
         "own_section_share": round(own / cited, 3) if cited else None,
+        "sections_cited_share": round(sum(r["sections_cited"] for r in heading) / sections, 3) if sections else None,
         "repeated_sentences": sum(r["repeated_sentences"] for r in results.values()),
         "contents_quoted": sum(r["contents_quoted"] for r in results.values()),
         "pointers_quoted": sum(r["pointers_quoted"] for r in results.values()),

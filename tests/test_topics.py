@@ -72,6 +72,7 @@ def test_a_topic_of_many_sections_is_titled_by_its_first_and_last():
     assert topic_title(["1 Scope", "2 Fees"]) == "1 Scope; 2 Fees"
     names = [f"NOTE {n}. A note on the accounts of the year" for n in range(1, 8)]
     assert topic_title(names) == f"{names[0]} … {names[-1]} (7 sections)"
+    assert topic_title(names, 9) == f"{names[0]} … {names[-1]} (9 sections)"  # two more that name nothing
     many = [f"NOTE {n}. Accounting policy number {n}" for n in range(1, 61)]
     topics = topics_from_headings(rows([f"ANNUAL REPORT > {s}" for s in many]))
     assert len(topics) == MAX_TOPICS and all(len(t.title) <= 2 * TITLE_CHARS for t in topics)

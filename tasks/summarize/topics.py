@@ -232,15 +232,16 @@ def weak_title(name: str) -> bool:
 def _heading_topic(group: Sequence[SectionKey], titles: Sequence[str], members: Sequence[Mapping]) -> Topic:
     query = "; ".join(_NUMBERING.sub("", key.title) for key in group)
     docs = tuple(dict.fromkeys(k.document_id for k in group))
-    return Topic(topic_title(titles), query, docs, "headings", *_own(members))
+    return Topic(topic_title(titles, len(group)), query, docs, "headings", *_own(members))
 
 
-def topic_title(sections: Sequence[str]) -> str:
-    """The sections' names, or the first and the last when they would not fit a line (a filing's notes)."""
+def topic_title(sections: Sequence[str], count: int | None = None) -> str:
+    """The sections' names, or the first and the last when they would not fit a line (a filing's notes), with how
+    many sections the topic holds, ``count``, the weak ones that name nothing included."""
     joined = "; ".join(sections)
     if len(sections) <= 2 or len(joined) <= TITLE_CHARS:
         return joined
-    return f"{sections[0]} … {sections[-1]} ({len(sections)} sections)"
+    return f"{sections[0]} … {sections[-1]} ({count or len(sections)} sections)"
 
 
 def _own(members: Sequence[Mapping]) -> tuple[tuple[str, ...], bool]:

@@ -94,6 +94,7 @@ def test_weak_headings_name_no_topic():
         "Registrant’s telephone number, including area code (703)-414-6338",
         "For the quarterly period ended July 2, 2023",
         "Date of Report (Date of earliest event reported): May 26, 2023",
+        "Title of each class Trading Symbol(s) Name of each exchange on which registered",
     ):
         assert weak_title(weak), weak
     for strong in (

@@ -53,7 +53,7 @@ _CONTINUED = re.compile(r"(?:and|or|of|to|by|with|from)\b", re.IGNORECASE)
 _COVER_FIELD = re.compile(
     r"\(\d{3}\)\s*-?\d{3}-\d{4}"  # a telephone number
     r"|^\d+\s[\w .,'-]*\b(?:Street|Avenue|Road|Drive|Boulevard|Parkway|Plaza)\b"  # a street address
-    r"|transition period|quarterly period ended|date of earliest event",
+    r"|transition period|quarterly period ended|date of earliest event|title of each class",
     re.IGNORECASE,
 )
 _REFERENCE_LIST = re.compile(

@@ -145,10 +145,28 @@ def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedde
         evidence_of("c3", WEATHER, pages=(3, 3), score=0.0),
     )
     draft = ExtractiveSynthesizer(embedder).synthesize(
-        SynthesisRequest("How can the Agreement be terminated?", ev, max_sentences=5)
+        SynthesisRequest("How can the Agreement be terminated?", ev, max_sentences=5, is_question=True)
     )
     assert draft.sentences, draft.raw
     assert {c for s in draft.sentences for c in s.citations} == {"c1"}, draft.raw
+
+
+def test_a_topic_quotes_each_of_its_first_chunks(embedder):
+    """A topic's first chunks are the leads of its sections (``tasks.by_section``): each is quoted, however far its
+    sentences are from the topic's title. "6 Confidentiality; ...; 9 Warranties" had said nothing of warranties."""
+    ev = (
+        evidence_of("c1", "Each party keeps the other's confidential information secret for five years.", score=1.0),
+        evidence_of(
+            "c2", "Supplier processes personal data only on the documented instructions of Customer.", score=0.6
+        ),
+        evidence_of(
+            "c3", "The Services shall be performed with reasonable skill and care by qualified staff.", score=0.1
+        ),
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("Confidentiality; Data Protection; Warranties", ev, max_sentences=5)
+    )
+    assert {c for s in draft.sentences for c in s.citations} == {"c1", "c2", "c3"}, draft.raw
 
 
 def summarize_ranked(embedder, question: str, texts: tuple[str, ...]):

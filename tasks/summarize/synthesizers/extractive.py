@@ -13,7 +13,8 @@ its chunk's score: an answer in a chunk the reranker ranked low is still quoted;
 asking two things, ``question_parts``, the best match to each), then the
 best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
-heading alone gives nothing), and up to ``EXTRA`` more by relevance, skipping near-repeats;
+heading alone gives nothing; a part written unasked, a topic, whose first chunks lead its sections, quotes each),
+and up to ``EXTRA`` more by relevance, skipping near-repeats;
 each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading)
 holds a single keyword of the user's question (``is_question``), nothing bears on it: the
 synthesizer says "Not stated in the evidence." instead of quoting the least unrelated sentences
@@ -75,6 +76,7 @@ class _Sentence:
     citations: tuple[str, ...]
     order: int  # evidence rank, then position in the chunk
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
+    clause: bool = False  # a clause of a sentence over the word cap, not a sentence or a row
 
 
 def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
@@ -105,7 +107,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
             whole = normalize_space(text[start:end])
             if not asked and is_fragment(whole):
                 continue  # a long sentence's clauses are fragments too, and are quoted: only whole ones are judged
-            for sentence in quotable(whole):
+            pieces = quotable(whole)
+            for sentence in pieces:
                 if (
                     not _statement(sentence, keywords)
                     or sentence.lower() in seen
@@ -113,7 +116,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 ):
                     continue
                 seen.add(sentence.lower())
-                found.append(_Sentence(sentence, (item.label,), len(found), float(prior)))
+                found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause=len(pieces) > 1))
     return found
 
 
@@ -171,7 +174,11 @@ class ExtractiveSynthesizer:
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]
-        return self._draft(self._select(request.instruction, pool, request.max_sentences, cover=chunks[:COVER]))
+        return self._draft(
+            self._select(
+                request.instruction, pool, request.max_sentences, cover=chunks[:COVER], strict=request.is_question
+            )
+        )
 
     def merge(self, request: MergeRequest) -> Draft:
         """The most relevant of the points, verbatim, with their citations."""
@@ -185,7 +192,7 @@ class ExtractiveSynthesizer:
         return Draft(sentences=sentences, raw=raw)
 
     def _select(
-        self, instruction: str, pool: list[_Sentence], limit: int, cover: Sequence[str] = ()
+        self, instruction: str, pool: list[_Sentence], limit: int, cover: Sequence[str] = (), strict: bool = True
     ) -> list[_Sentence]:
         """Up to ``limit`` sentences. With ``cover`` (a query's or topic's evidence in rank order): the best match
         to the instruction (to each thing it asks) judged sentence by sentence (its chunk's rank aside), the best
@@ -205,7 +212,11 @@ class ExtractiveSynthesizer:
             sentence_parts(q, pool, np.clip(rows @ v, 0.0, None)) for q, v in zip(extra, asked_vectors, strict=True)
         ]
         relevance = _mean([*parts, np.array([s.prior for s in pool])])
-        near = cosine >= COVER_COSINE * float(cosine.max())
+        # A part written unasked (a topic) quotes each of its first chunks, whose order gives each of its sections
+        # one (``tasks.by_section``); asked, a chunk must hold a sentence close to the question to be quoted.
+        close = cosine >= COVER_COSINE * float(cosine.max()) if strict else np.full(len(pool), True)
+        # Unasked, a cover chunk gives its most relevant whole sentence, else its most relevant clause.
+        every = sorted(np.argsort(-relevance, kind="stable").tolist(), key=lambda i: pool[i].clause)
         # Off-topic sentences of a selected chunk stay out even when the section has room.
         relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
         ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
@@ -217,7 +228,7 @@ class ExtractiveSynthesizer:
                 break
             if any(pool[i].citations[0] == label for i in picked):
                 continue  # the best match covers its chunk
-            of_chunk = (i for i in ranked if pool[i].citations[0] == label and near[i])
+            of_chunk = (i for i in (ranked if strict else every) if pool[i].citations[0] == label and close[i])
             if (best := next((i for i in of_chunk if _fresh(i, picked, similarity)), None)) is not None:
                 picked.append(best)
         if cover:

@@ -189,14 +189,11 @@ def by_section(ranked: Sequence[Evidence], k: int) -> list[Evidence]:
     shared = 0
     while paths and all(len(p) > shared and p[shared] == paths[0][shared] for p in paths):
         shared += 1
-    seen: set[str] = set()
-    leads = []
+    leads: dict[str, int] = {}  # each section's best, in rank order
     for index, path in enumerate(paths):
-        section = path[shared] if len(path) > shared else ""
-        if section not in seen:
-            seen.add(section)
-            leads.append(index)
-    order = leads + [i for i in range(len(ranked)) if i not in set(leads)]
+        leads.setdefault(path[shared] if len(path) > shared else "", index)
+    first = set(leads.values())
+    order = [*leads.values(), *(i for i in range(len(ranked)) if i not in first)]
     return [ranked[i] for i in order[:k]]
 
 

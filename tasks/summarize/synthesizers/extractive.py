@@ -121,8 +121,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
 
 def _navigation(sentence: str) -> bool:
-    """A pointer elsewhere, a title or part of a sentence: it helps a reader find things, or needs the text around
-    it ("our content and marketing investments", "statements regarding"), and says nothing in a brief."""
+    """A pointer elsewhere or a title: it helps a reader find things, and says nothing in a brief."""
     return is_pointer(sentence) or is_title(sentence)
 
 

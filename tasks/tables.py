@@ -112,33 +112,34 @@ class Table:
         """``row`` with each of its labels over every column of its group: "| 2021 | | 2022 | | | 2023 |" over "Total
         | Opened | Closed | Total | Opened | Closed | Total" names the 2022 group's three columns, not its middle one.
 
-        Extraction sets a label over several columns in one of them, the first or the middle one. Of the ways to split
-        the columns into one run per label, each label first in its run or at its centre, the one kept is the split
-        whose runs repeat each other's column names below most often (at least two runs alike, "Opened, Closed,
-        Total" twice; the most runs of one kind first), then whose labels sit nearest their runs' centres; only the
-        runs alike are spread. A row no split fits (names that continue the column names below, "Percentage" over
-        "Change 2016"), that repeats a label or has more than ``GROUPS`` labels is left as it is."""
+        Extraction sets a label over several columns in one of them, the first or one near the middle. Of the ways to
+        split the columns into one run per label (``_splits``), the one kept is the split whose runs repeat each
+        other's column names below most often (at least two runs alike, "Opened, Closed, Total" twice; the most runs
+        of one kind first), then whose labels sit nearest their runs' centres; only the runs alike are spread. A row
+        no split fits (names that continue the column names below, "Percentage" over "Change 2016"), that repeats a
+        label or has more than ``GROUPS`` labels is left as it is."""
         named = [i for i in range(1, len(row)) if row[i]]
         if not 2 <= len(named) <= GROUPS or len({row[i] for i in named}) < len(named) or not below:
             return row  # a label repeated ("Total Stores" thrice) begins the column names below: no groups
         leaves = [_pattern(" ".join(r[i] for r in below if i < len(r) and r[i])) for i in range(self._width)]
         columns = sorted(self._valued.union(named, (i for i in range(1, self._width) if leaves[i])))
-        best: tuple[tuple[int, int, float], list[tuple[int, int]]] | None = None
+        best = None  # (rank, runs, the column names below each run)
         for runs in _splits(named, columns[0], columns[-1]):
             kinds = [tuple(leaves[a : b + 1]) for a, b in runs]
             counts = [kinds.count(kind) for kind in kinds if any(kind)]
             alike = sum(count > 1 for count in counts)
             off = sum(abs(m - (a + b) / 2) for m, (a, b) in zip(named, runs, strict=True))
-            if alike >= 2 and (best is None or (-max(counts), -alike, off) < best[0]):
-                best = ((-max(counts), -alike, off), runs)
+            rank = (-max(counts, default=0), -alike, off)
+            if alike >= 2 and (best is None or rank < best[0]):
+                best = (rank, runs, kinds)
         if best is None:
             return row
+        _, runs, kinds = best
         spread = list(row) + [""] * (self._width - len(row))
-        kinds = [tuple(leaves[a : b + 1]) for a, b in best[1]]
-        for m, (a, b), kind in zip(named, best[1], kinds, strict=True):
+        for m, (a, b), kind in zip(named, runs, kinds, strict=True):
             if kinds.count(kind) > 1:  # a run like no other may be a label over one column only ("Other")
                 spread[a : b + 1] = [row[m]] * (b - a + 1)
-        return tuple(spread[: max(len(row), best[1][-1][1] + 1)])
+        return tuple(spread[: max(len(row), runs[-1][1] + 1)])
 
     @cached_property
     def _wrapped_labels(self) -> dict[tuple[str, ...], str]:

@@ -211,14 +211,16 @@ class ExtractiveSynthesizer:
             sentence_parts(q, pool, np.clip(rows @ v, 0.0, None)) for q, v in zip(extra, asked_vectors, strict=True)
         ]
         relevance = _mean([*parts, np.array([s.prior for s in pool])])
-        # A part written unasked (a topic) quotes each of its first chunks, whose order gives each of its sections
-        # one (``tasks.by_section``); asked, a chunk must hold a sentence close to the question to be quoted.
-        close = cosine >= COVER_COSINE * float(cosine.max()) if strict else np.full(len(pool), True)
-        # Unasked, a cover chunk gives its most relevant whole sentence, else its most relevant clause.
-        every = sorted(np.argsort(-relevance, kind="stable").tolist(), key=lambda i: pool[i].clause)
+        by_relevance = [int(i) for i in np.argsort(-relevance, kind="stable")]
         # Off-topic sentences of a selected chunk stay out even when the section has room.
-        relevance[relevance < RELEVANCE_FLOOR * relevance.max()] = -np.inf
-        ranked = [int(i) for i in np.argsort(-relevance, kind="stable") if relevance[i] > -np.inf]
+        floor = RELEVANCE_FLOOR * relevance.max()
+        ranked = [i for i in by_relevance if relevance[i] >= floor]
+        if strict:  # asked, a chunk gives a sentence only when one is close to the question
+            close = cosine >= COVER_COSINE * float(cosine.max())
+            covering = [i for i in ranked if close[i]]
+        else:  # a topic quotes each of its first chunks, its sections' leads (``tasks.by_section``), a whole
+            # sentence before a clause of a long one
+            covering = sorted(by_relevance, key=lambda i: pool[i].clause)
         picked: list[int] = []
         if cover:  # the evidence's best match to each thing the question asks, wherever its chunk ranked
             picked.extend(best_matches(each or [parts], similarity)[:limit])
@@ -227,7 +229,7 @@ class ExtractiveSynthesizer:
                 break
             if any(pool[i].citations[0] == label for i in picked):
                 continue  # the best match covers its chunk
-            of_chunk = (i for i in (ranked if strict else every) if pool[i].citations[0] == label and close[i])
+            of_chunk = (i for i in covering if pool[i].citations[0] == label)
             if (best := next((i for i in of_chunk if _fresh(i, picked, similarity)), None)) is not None:
                 picked.append(best)
         if cover:

@@ -39,7 +39,7 @@ from citesum.tasks.summarize.topics import (
     section_rows,
     section_titles,
     topics_from_clusters,
-    topics_from_headings,
+    topics_from_sections,
 )
 from citesum.tasks.text import evidence_label, split_heading
 
@@ -105,14 +105,15 @@ def topics_name(parameters: dict) -> str:
 def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]:
     """Topics from headings when the documents have enough sections, else from clusters."""
     rows = chunk_rows(store, document_ids, vectors=True)
-    topics, origin = topics_from_headings(rows), "headings"
+    sections = section_rows(rows)
+    topics, origin = topics_from_sections(sections), "headings"
     if not topics:
         vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
         topics, origin = topics_from_clusters(rows, vectors), "clusters"
     logger = get_run_logger()
     logger.info(f"{len(topics)} topics from {origin} of {len(rows)} chunks in {len(document_ids)} documents")
     if origin == "headings" and (
-        lists := [f"{k.title} ({k.document_id})" for k in section_rows(rows) if is_reference_list(k.title)]
+        lists := [f"{k.title} ({k.document_id})" for k in sections if is_reference_list(k.title)]
     ):
         logger.info(f"not briefed, reference lists: {'; '.join(lists)}")
     return topics

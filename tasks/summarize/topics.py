@@ -184,10 +184,13 @@ def is_section(group: Sequence[Mapping]) -> bool:
 
 def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     """Consecutive top-level sections grouped into at most MAX_TOPICS topics; [] if too few sections."""
+    return topics_from_sections(section_rows(rows))
+
+
+def topics_from_sections(sections: Mapping[SectionKey, list[Mapping]]) -> list[Topic]:
+    """``topics_from_headings`` of sections already found (``section_rows``)."""
     grouped = {
-        key: group
-        for key, group in section_rows(rows).items()
-        if key.title != FRONT_MATTER and not is_reference_list(key.title)
+        key: group for key, group in sections.items() if key.title != FRONT_MATTER and not is_reference_list(key.title)
     }
     if len(grouped) < MIN_TOPICS:
         return []

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.quarantine import Quarantined, quarantine, screen
-from citesum.tasks.summarize.synthesizers.base import SynthesisRequest, Synthesizer
+from citesum.tasks.summarize.synthesizers.base import PART_SENTENCES, SynthesisRequest, Synthesizer
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE, Validation, validate
 
 EXTRACTIVE_FALLBACK = "Extractive fallback: the generated sentences failed validation twice"
@@ -65,7 +65,7 @@ def write_section(
     evidence: Sequence[Evidence],
     synthesizer: Synthesizer,
     *,
-    max_sentences: int = 5,
+    max_sentences: int = PART_SENTENCES,
     fallback: Synthesizer | None = None,
     is_question: bool = False,
 ) -> Section:

@@ -6,8 +6,8 @@ document and in total:
 
 - ``own_section_share``: of the chunks cited by heading topics, the share that lie in one of the
   topic's own top-level sections (its ``chunk_ids``);
-- ``sections_cited_share``: of the sections grouped into heading topics of at most five sections (as many as a
-  part has sentences), the share that their topic's part cites;
+- ``sections_cited_share``: of the sections grouped into heading topics of at most ``PART_SENTENCES`` sections
+  (as many as a part has sentences), the share that their topic's part cites;
 - ``repeated_sentences``: sentences that appear again in the same summary (whitespace-normalised,
   case-insensitive), counting each repeat after the first;
 - ``contents_quoted``: sentences citing a table of contents (``citesum.tasks.text.is_contents``);
@@ -35,7 +35,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION_SENTENCES = 5  # sentences of a topic's part: a topic of more sections cannot cite each
 ROW_FINDING = re.compile(r"[^:]+: \S+ \S+.*; ")  # "Total debt: 2018 $14,622; 2017 $13,949", no title
 
 
@@ -56,8 +55,9 @@ def repeated_sentences(texts) -> int:
 
 
 def measure(summary, rows, topics) -> dict:
-    """Own-section share of the heading ``topics``' citations, repeated sentences and sentences quoting a table of
-    contents, of one summary."""
+    """Of one summary: the own-section share of the heading ``topics``' citations, the sections their parts cite,
+    repeated sentences, and the sentences quoting a table of contents, a pointer, a title or part of a sentence."""
+    from citesum.tasks.summarize.synthesizers.base import PART_SENTENCES
     from citesum.tasks.summarize.topics import section_rows
     from citesum.tasks.text import is_contents, is_fragment, is_pointer, is_title
 
@@ -72,7 +72,7 @@ def measure(summary, rows, topics) -> dict:
         cited += len(chunks)
         own += len(chunks & wanted)
         grouped = {section_of[c] for c in wanted if c in section_of}
-        if len(grouped) <= SECTION_SENTENCES:
+        if len(grouped) <= PART_SENTENCES:  # a topic of more sections cannot cite each
             sections += len(grouped)
             sections_cited += len(grouped & {section_of.get(c) for c in chunks})
         from_contents += sum(any(by_label[c] in contents for c in s.citations) for s in part.section.sentences)

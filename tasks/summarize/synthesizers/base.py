@@ -13,6 +13,8 @@ from typing import Protocol
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.text import is_contents
 
+PART_SENTENCES = 5  # sentences a part of a summary (a query's answer, a topic) may have
+
 
 @dataclass(frozen=True)
 class SynthesisRequest:
@@ -21,7 +23,7 @@ class SynthesisRequest:
     instruction: str  # the question, or the topic ("Termination") in topic mode
     evidence: tuple[Evidence, ...]
     feedback: str = ""  # on a retry: what failed validation last time, said to the model
-    max_sentences: int = 5
+    max_sentences: int = PART_SENTENCES
     # The instruction is the user's question or request, which the evidence may not answer ("Not stated in the
     # evidence."); a topic or "summarize this section" always has something to say.
     is_question: bool = False

@@ -26,7 +26,8 @@ _ABBREVIATIONS = frozenset(
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
 _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
 _LINE_END = re.compile(r"\n")
-_ENUMERATION = re.compile(r"(?<=\s)\((?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})\)(?=\s)")  # "(a)", "(iv)", "(2)"
+_ITEM = r"(?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})"  # what numbers a list's item: "a", "iv", "2"
+_ENUMERATION = re.compile(rf"(?<=\s)\({_ITEM}\)(?=\s)")  # "(a)", "(iv)", "(2)"
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+")  # initials and dotted abbreviations: "J.", "e.g.", "U.S."
 # A table row, "label | cell | cell" (citesum.tasks.tables): a line with a "|" between spaces.
 _TABLE_ROW = re.compile(r"^.*(?:^|[ \t])\|(?:[ \t]|$).*$", re.MULTILINE)
@@ -220,7 +221,7 @@ def is_title(sentence: str) -> bool:
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)
 
 
-_ITEM_MARKER = re.compile(r"^(?:\(?(?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")
+_ITEM_MARKER = re.compile(rf"^(?:\(?{_ITEM}[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")  # "(vi) ", "a) ", "• "
 _WHOLE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 

@@ -371,6 +371,12 @@ def page_tables(file: str, number: int, folder: Path = FINANCEBENCH) -> list[lis
         return [b.text.splitlines() for b in text_blocks(doc[number - 1]) if b.table]
 
 
+def page_findings(file: str, number: int, holding: str, folder: Path = FINANCEBENCH) -> list[str]:
+    """The row findings of the table on the page whose text holds ``holding``."""
+    (table,) = [t for t in page_tables(file, number, folder) if holding in "\n".join(t)]
+    return list(row_findings("\n".join(table)).values())
+
+
 @needs_financebench
 def test_3m_net_debt_table_unruled():
     net_debt, working_capital = page_tables("3M_2018_10K.pdf", 44)
@@ -420,8 +426,7 @@ def test_a_currency_sign_keeps_its_figure_set_past_the_columns():
 @needs_mmlongbench
 def test_best_buy_store_counts_name_each_year_of_their_group():
     # BESTBUY_2023_10K p.26: "2022" stands over the middle of its three columns; "Stores Opened 13" is fiscal 2022's.
-    stores = next(t for t in page_tables("BESTBUY_2023_10K.pdf", 26, MMLONGBENCH) if "Yardbird" in "\n".join(t))
-    findings = row_findings("\n".join(stores)).values()
+    findings = page_findings("BESTBUY_2023_10K.pdf", 26, "Yardbird", MMLONGBENCH)
     assert (
         "Total Domestic segment stores: 2021 Total Stores at End of Fiscal Year 991; 2022 Stores Opened 13; 2022"
         " Stores Closed(1) (20); 2022 Total Stores at End of Fiscal Year 984; 2023 Stores Opened 9; 2023 Stores"
@@ -432,18 +437,15 @@ def test_best_buy_store_counts_name_each_year_of_their_group():
 @needs_financebench
 def test_verizon_benefit_obligations_name_the_plan_of_every_year():
     # VERIZON_2021_10K p.89: "Pension" and "Health Care and Life" each stand over the second of their two years.
-    obligations = next(t for t in page_tables("VERIZON_2021_10K.pdf", 89) if "Service cost" in "\n".join(t))
-    findings = row_findings("\n".join(obligations)).values()
     assert (
         "Service cost (dollars in millions): Pension 2021 282; Pension 2020 305; Health Care and Life 2021 112;"
-        " Health Care and Life 2020 110" in findings
+        " Health Care and Life 2020 110" in page_findings("VERIZON_2021_10K.pdf", 89, "Service cost")
     )
     # p.90: "Pension" over the last of its three years, "Health Care and Life" over the middle one.
-    costs = next(t for t in page_tables("VERIZON_2021_10K.pdf", 90) if "Service cost" in "\n".join(t))
     assert (
         "Service cost (dollars in millions): Pension 2021 282; Pension 2020 305; Pension 2019 247; Health Care and"
         " Life 2021 112; Health Care and Life 2020 110; Health Care and Life 2019 96"
-        in row_findings("\n".join(costs)).values()
+        in page_findings("VERIZON_2021_10K.pdf", 90, "Service cost")
     )
 
 

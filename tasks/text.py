@@ -89,16 +89,37 @@ def table_rows(text: str) -> list[tuple[int, int]]:
     return rows
 
 
+_TITLE_SMALL_WORDS = frozenset(
+    "a about an and as at but by for from in into nor of on or over per the to under via vs with".split()
+)
+_LOWER_CASE_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][\w'\u2019-]*")  # not the "s" of "Management's"
+
+
+def _capitalised(text: str) -> bool:
+    """Every word capitalised but a title's small words: "Sales and Marketing", not "over the next"."""
+    return all(word in _TITLE_SMALL_WORDS for word in _LOWER_CASE_WORD.findall(text))
+
+
 # A line of a table of contents: words, then a page number after a space or dot leaders ("Item 2. Properties 18");
 # no "|" or "$" in it, which mark a table row or an amount.
 _CONTENTS_LINE = re.compile(r"^(?=.*[^\W\d_])[^|$]*?(?:\.{3,}|…+|\s)\s*(\d{1,3})$")
+# One entry of a table of contents run into the next on one line: "Sales and Marketing 2 United States Market 2".
+_CONTENTS_ENTRY = re.compile(r"([^\W\d_][^\d|$]*?)\s(\d{1,3})(?=\s+[^\W\d_]|$)")
 
 
 def is_contents(text: str) -> bool:
     """A table of contents: three or more lines, four in five of them (or more) name an entry and end in its page
     number, and the numbers never fall. The last test tells it from a list of names and counts (directors and their
-    meetings attended, officers and their years), whose numbers go up and down."""
+    meetings attended, officers and their years), whose numbers go up and down. Or one line that runs four entries or
+    more together, four fifths of its text ("Business 1 General 1 Products 1 Sales and Marketing 2 ...")."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) == 1:
+        entries = [
+            (name, page) for name, page in _CONTENTS_ENTRY.findall(lines[0]) if name[0].isupper() and _capitalised(name)
+        ]
+        pages = [int(page) for _, page in entries]
+        covered = sum(len(name) + len(page) + 1 for name, page in entries)
+        return len(pages) >= 4 and pages == sorted(pages) and covered >= 0.8 * len(lines[0])
     pages = [int(m.group(1)) for line in lines if (m := _CONTENTS_LINE.match(line))]
     return len(pages) >= 3 and len(pages) >= 0.8 * len(lines) and pages == sorted(pages)
 
@@ -210,15 +231,38 @@ def content_words(text: str) -> list[str]:
     return [t for t in tokens(text) if t not in STOPWORDS and not t[0].isdigit()]
 
 
+# A contents line's page number and the next entry's label: "Risk Factors 10 ITEM 1B.", "... 104 PART III Item 10."
+_CONTENTS_LABEL = re.compile(r"\s\d{1,3}(?:\s+part\s+[ivx]+)?\s+(?:item|note|article|section)\s+\d+[a-z]?\.$", re.I)
+
+
 def is_title(sentence: str) -> bool:
     """A line set as a title, not a statement: no closing punctuation, and four in five of its words or more (stop
     words and numbers aside) capitalised: a running header ("Object Storage Service Product Introduction 9 Basic
-    Concepts"), a statement's title, a signature block, a contents line without dot leaders."""
+    Concepts"), a statement's title, a signature block, a contents line without dot leaders. Or a title closed by a
+    full stop: four capitalised words or more, every word capitalised but a title's small words ("Management's
+    Discussion and Analysis of Financial Condition and Results of Operations.", a paper's author list); a verb in lower
+    case ("Mr. Vachris was Senior Vice President, Real Estate Development.") makes it a statement. Or a contents line
+    run into the next entry's label ("Disclosure Regarding Foreign Jurisdictions that Prevent Inspections 104 PART III
+    Item 10.")."""
     text = sentence.strip()
-    if not text or text[-1] in ".?!;:":
+    if not text:
         return False
     named = [w for w in words(text) if w[0].isalpha() and w.lower() not in STOPWORDS]
+    if _CONTENTS_LABEL.search(text):
+        return True
+    if text[-1] in ".?!;:":
+        return text[-1] == "." and len(named) >= 4 and _capitalised(text)
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)
+
+
+# Four numbers or more with nothing but spaces between them; prose puts words or punctuation between its figures.
+_NUMBER_RUN = re.compile(r"(?<![\w.,$%(])(?:\d+(?:[.,]\d+)*\s+){3,}\d+(?:[.,]\d+)*(?![\w%])")
+
+
+def has_number_run(sentence: str) -> bool:
+    """A chart's values or an unrecognised table's cells run into the text: "... Poor Not good Good Excellent 39 58
+    Total 36 9 75 22 ...", "Operating leases 2023 $316 2024 259 2025 224 2026 191". Not "(1, 5, 10, 20)"."""
+    return bool(_NUMBER_RUN.search(sentence))
 
 
 _ITEM_MARKER = re.compile(rf"^(?:\(?{_ITEM}[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")  # "(vi) ", "a) ", "• "

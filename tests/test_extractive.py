@@ -286,3 +286,23 @@ def test_a_brief_quotes_no_sentence_that_only_points_elsewhere_nor_a_title(embed
     assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
     only = SynthesisRequest("Suppliers", tuple(ev[:1]), max_sentences=2)  # nothing else to say
     assert synth.synthesize(only).sentences
+
+
+def test_a_brief_quotes_no_label_no_title_closed_by_a_full_stop_and_no_chart_numbers(embedder):
+    """Ten filings' and six reports' briefs quoted "Article III." (a heading's label, under the topic "ARTICLE 5"),
+    "Management's Discussion and Analysis of Financial Condition and Results of Operations." (an item's title with a
+    full stop) and a chart's labels and values run into one "sentence"; none says anything in a brief."""
+    noise = (
+        "Article II.\n"
+        "Management's Discussion and Analysis of Financial Condition and Results of Operations.\n"
+        "% who rate the ethical standards of the article's officials as excellent or good Poor Not good Good "
+        "Excellent 39 58 Total 36 9 75 22 Note: Don't know responses not shown."
+    )
+    ev = evidence(noise, "The Participant is responsible for all taxes due on the shares granted under this Article.")
+    synth = ExtractiveSynthesizer(embedder)
+
+    brief = synth.synthesize(SynthesisRequest("Article II Taxation", tuple(ev), max_sentences=4))
+    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
+
+    asked = SynthesisRequest("Which rating did 58% give the officials?", tuple(ev), 4, is_question=True)
+    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}

@@ -13,6 +13,7 @@ from citesum.tasks.text import (
     content_words,
     evidence_label,
     find_labels,
+    has_number_run,
     is_contents,
     is_fragment,
     is_pointer,
@@ -229,6 +230,8 @@ def test_enumerations_start_pieces_only_when_asked():
         "Page\nReport of Independent Registered Public Accounting Firm 37\nConsolidated Statements of Operations 38\n"
         "Consolidated Statements of Cash Flows 40\nNotes to Consolidated Financial Statements 43",
         "Executive Summary .......... 1\nIntroduction .......... 1\nHamilton County .......... 2\nTowns .......... 8",
+        # one line: a contents page that sentence splitting ran together (NIKE_2021_10K p.2)
+        "Business 1 General 1 Products 1 Sales and Marketing 2 United States Market 2 International Markets 3",
     ],
 )
 def test_a_table_of_contents_is_recognised(text: str) -> None:
@@ -244,6 +247,8 @@ def test_a_table_of_contents_is_recognised(text: str) -> None:
         "Item 1. Business 1\nItem 1A. Risk Factors 6",  # two lines are not enough to tell
         "The Company operates 18 plants.\nIt employs 2,400 people in 12 countries.\nSales rose by 4 percent.",
         "Net sales | 5,349 | 4,858\nCost of sales | 2,901 | 2,640\nGross profit | 2,448 | 2,218",  # table rows
+        "Nearly half of those ages 30 to 49 (47%) follow the news, as do 61% of those 50 and older.",
+        "Of our 20 largest suppliers, 5 supply 48% and 3 supply 10 of our 12 product categories.",
     ],
 )
 def test_other_text_is_no_table_of_contents(text: str) -> None:
@@ -281,6 +286,13 @@ def test_a_pointer_only_sends_the_reader_elsewhere(sentence, points):
         ("/s/ Ernst & Young LLP Tysons, Virginia January 26, 2023", True),
         ("Form 10-K Summary 100 Signatures 102", True),
         ("Little Rock AR01 2.", False),  # a lookup's answer ends like a sentence
+        ("Management's Discussion and Analysis of Financial Condition and Results of Operations.", True),
+        ("Certain Relationships and Related Transactions, and Director Independence 106 Item 14.", True),
+        ("(a) Evaluation of Disclosure Controls and Procedures.", True),
+        ("Mr. Vachris was Senior Vice President, Real Estate Development, from August 2015 to June 2016.", False),
+        ("Net sales rose 5% in the Americas.", False),
+        ("Quantitative and Qualitative Disclosures about Market Risk 51 ITEM 8.", True),
+        ("Disclosure Regarding Foreign Jurisdictions that Prevent Inspections 104 PART III Item 10.", True),
         ("Net sales rose 5% in the Americas", False),
         ("Teaching", False),  # one word: a fragment, not a title to leave out
     ],
@@ -305,3 +317,18 @@ def test_a_title_is_no_statement(line, title):
 )
 def test_a_fragment_needs_the_text_around_it(piece, fragment):
     assert is_fragment(piece) is fragment
+
+
+@pytest.mark.parametrize(
+    ("sentence", "run"),
+    [
+        ("% who say ... Poor Not good Good Excellent 39 58 Total 36 9 75 22 Rep/Lean Rep", True),
+        ("Operating leases 2023 $316 2024 259 2025 224 2026 191 2027 151 Thereafter 1,036", True),
+        ("(Dollars in millions) 2019 2020 2021 2022 2023 Thereafter Total", True),
+        ("We set 6 K-values (1, 5, 10, 20, 50, 100) for RE tasks.", False),
+        ("Revenue was $4.2 billion in 2021, 2022 and 2023 and rose 12% in 2024.", False),
+        ("Nearly half of those ages 30 to 49 (47%) follow the news, as do 61% of those 50 and older.", False),
+    ],
+)
+def test_a_number_run_is_a_charts_or_tables_values_not_prose(sentence, run):
+    assert has_number_run(sentence) is run

@@ -27,7 +27,8 @@ markers such as "(a)", each a candidate of its own; a clause still over the cap 
 A table row is quoted as its finding, its label and each value under its column's name
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
-("For more information, see Item 1A.") or is a title ("Notes to Consolidated Financial Statements") and no part of a
+("For more information, see Item 1A."), is a title ("Notes to Consolidated Financial Statements.") or runs a chart's
+numbers together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no piece under ``MIN_WORDS`` and no part of a
 sentence (a chunk that begins inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still
 quoted), unless that is all its evidence.
 
@@ -50,6 +51,8 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import (
+    has_number_run,
+    is_contents,
     is_fragment,
     is_pointer,
     is_title,
@@ -84,11 +87,13 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
     A piece under ``MIN_WORDS`` is kept only when it holds a keyword of ``instruction``. ``asked=False`` (a part
     written unasked, a topic, whose tables of contents ``SynthesisRequest.readable`` leaves out): no sentence
-    that only points elsewhere (``is_pointer``: "For more information, see Item 1A.") or is a title
-    (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts"), and no part of a
-    sentence (``is_fragment``: "operating income and a $15.8 million decrease ...", a chunk begun inside a sentence);
-    a brief quoting "Properties 18 Item 3." says nothing, while a question may ask where something is."""
-    keywords = set(terms(keyword_query(instruction)))
+    that only points elsewhere (``is_pointer``: "For more information, see Item 1A."), is a title
+    (``is_title``: a running header "Object Storage Service Product Introduction 9 Basic Concepts") or runs a chart's
+    numbers together (``has_number_run``), no piece under ``MIN_WORDS`` (its topic's words are a heading's, not a
+    question's: "Article III." under "ARTICLE 5"), and no part of a sentence (``is_fragment``: "operating income and a
+    $15.8 million decrease ...", a chunk begun inside a sentence); a brief quoting "Properties 18 Item 3." says
+    nothing, while a question may ask where something is."""
+    keywords = set(terms(keyword_query(instruction))) if asked else set()
     seen: set[str] = set()
     found: list[_Sentence] = []
     scores = np.array([item.score for item in evidence], float)
@@ -112,7 +117,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 if (
                     not _statement(sentence, keywords)
                     or sentence.lower() in seen
-                    or (not asked and _navigation(sentence))
+                    or (not asked and _says_nothing(sentence))
                 ):
                     continue
                 seen.add(sentence.lower())
@@ -120,9 +125,10 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     return found
 
 
-def _navigation(sentence: str) -> bool:
-    """A pointer elsewhere or a title: it helps a reader find things, and says nothing in a brief."""
-    return is_pointer(sentence) or is_title(sentence)
+def _says_nothing(sentence: str) -> bool:
+    """A pointer elsewhere, a title, a contents line run on, a chart's numbers: they help a reader find or read
+    things, and say nothing in a brief."""
+    return is_pointer(sentence) or is_title(sentence) or is_contents(sentence) or has_number_run(sentence)
 
 
 def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:

@@ -106,7 +106,8 @@ def render_prompt(messages: list[dict[str, str]]) -> str:
 # extractive synthesizer's rule for the same parts (``extractive.evidence_sentences``), in words for a model.
 UNASKED = (
     "State what the documents say, not where they say it: a sentence that only refers the reader to another "
-    "section, note or item, or only repeats a title or heading, is not a statement."
+    "section, note or item, or only repeats a title, a heading, a contents line or a chart's labels and numbers, "
+    "is not a statement."
 )
 
 

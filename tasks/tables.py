@@ -96,7 +96,9 @@ class Table:
         """Each value column's name: its header cells, top to bottom ("December 31, 2018"), spanning rows aside, a
         group's label on each column of its group (``_groups``). A name over a column without figures moves to the
         next column (else the one before) that has figures but no name: the header cell was set a column apart from
-        its values ("2018" over "" and "$30")."""
+        its values ("2018" over "" and "$30"). A column with figures but no name then takes the name of the column
+        beside it (the one before, else the one after) when no row has figures in both: extraction set one column's
+        figures apart ("2018" over "$6,827" and, a row below, over "| 5.1 %" one column on)."""
         width, valued = self._width, self._valued
         rows = _joined([r for r in self.header if not self._spanning(r)], valued)
         rows = [self._groups(r, rows[k + 1 :]) for k, r in enumerate(rows)]
@@ -106,7 +108,18 @@ class Table:
                 j = next((j for j in (i + 1, i - 1) if 0 < j < width and j in valued and not names[j]), None)
                 if j is not None:
                     names[i], names[j] = "", names[i]
+        columns = {i: {i} for i in range(1, width) if names[i] and i in valued}  # the columns under each name
+        for i in sorted(valued):
+            if not names[i]:
+                j = next((j for j in (i - 1, i + 1) if j in columns and not self._filled_with(i, columns[j])), None)
+                if j is not None:
+                    names[i] = names[j]
+                    columns[j].add(i)
         return tuple(names[1:])
+
+    def _filled_with(self, column: int, others: set[int]) -> bool:
+        """Whether some data row has figures both in ``column`` and in one of ``others``."""
+        return any(column < len(r) and r[column] and any(o < len(r) and r[o] for o in others) for r in self.rows)
 
     def _groups(self, row: tuple[str, ...], below: list[tuple[str, ...]]) -> tuple[str, ...]:
         """``row`` with each of its labels over every column of its group: "| 2021 | | 2022 | | | 2023 |" over "Total

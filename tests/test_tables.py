@@ -663,3 +663,26 @@ def test_the_extractive_synthesizer_quotes_a_row_as_its_finding(embedder):
     assert "Total debt: 2018 $14,622; 2017 $13,949" in texts, draft.raw
     assert not any("|" in t for t in texts)  # no row quoted raw, no table run together into one sentence
     assert validate(draft, {e.label: e.candidate.chunk.text for e in ev}, verbatim=True).ok
+
+
+SEGMENT = (  # 3M_2018_10K p.34: each year's percentages one column right of its amounts
+    "| 2018 |  | 2017 |  | 2016\n"
+    "Sales (millions) | $6,827 |  | $6,235 |  | $5,948\n"
+    "Organic local-currency |  | 5.1 % |  | 6.3 % |\n"
+    "Acquisitions | 7.3 |  | 2.2 |  |\n"
+    "Percent of sales |  | 25.2 % |  | 33.1 % | 23.6"
+)
+
+
+def test_figures_set_a_column_apart_from_their_years_name_take_its_name():
+    findings = row_findings(SEGMENT)
+    assert findings[("Organic local-currency", "", "5.1 %", "", "6.3 %", "")] == (
+        "Organic local-currency: 2018 5.1 %; 2017 6.3 %"
+    )
+    assert findings[("Percent of sales", "", "25.2 %", "", "33.1 %", "23.6")] == (
+        "Percent of sales: 2018 25.2 %; 2017 33.1 %; 2016 23.6"
+    )
+    assert finding_supported(SEGMENT, "Percent of sales: 2017 33.1 %")
+    # a row with figures in both columns of a year keeps them apart: they are two columns, one without a name
+    beside = row_findings(SEGMENT + "\nChange | 1.0 | 2.0 | 3.0 | 4.0 | 5.0")
+    assert beside[("Change", "1.0", "2.0", "3.0", "4.0", "5.0")] == "Change: 2018 1.0; 2.0; 2017 3.0; 4.0; 2016 5.0"

@@ -100,6 +100,28 @@ def _capitalised(text: str) -> bool:
     return all(word in _TITLE_SMALL_WORDS for word in _LOWER_CASE_WORD.findall(text))
 
 
+# Words that open a sentence after a heading run into it: "Use of Estimates The preparation of ...".
+_OPENERS = frozenset("The We Our In As At For This These Each All If When Since During On It Its There".split())
+
+
+def run_in_heading(sentence: str) -> str:
+    """The heading a sentence begins with, run into it by extraction ("Use of Estimates" in "Use of Estimates The
+    preparation of financial statements ... requires ..."), else "": two words or more, every one capitalised but a
+    title's small words, then a word that opens sentences ("The", "We", "In", ...) before a word in lower case.
+    ``sentence`` is whitespace-normalised; the heading is its first characters."""
+    tokens_ = sentence.split()
+    for k, word in enumerate(tokens_[:25]):
+        if k >= 2 and word in _OPENERS and k + 1 < len(tokens_) and tokens_[k + 1][:1].islower():
+            heading = " ".join(tokens_[:k])
+            closed = tokens_[k - 1].lower() in _TITLE_SMALL_WORDS or heading[-1] in ".:;,"  # "Apple Inc." is no heading
+            return "" if closed else heading
+        if not (
+            word[:1].isupper() or word[:1].isdigit() or word.lower() in _TITLE_SMALL_WORDS or word in "&-\u2013\u2014"
+        ):
+            return ""
+    return ""
+
+
 # A line of a table of contents: words, then a page number after a space or dot leaders ("Item 2. Properties 18");
 # no "|" or "$" in it, which mark a table row or an amount.
 _CONTENTS_LINE = re.compile(r"^(?=.*[^\W\d_])[^|$]*?(?:\.{3,}|…+|\s)\s*(\d{1,3})$")

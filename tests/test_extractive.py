@@ -306,3 +306,21 @@ def test_a_brief_quotes_no_label_no_title_closed_by_a_full_stop_and_no_chart_num
 
     asked = SynthesisRequest("Which rating did 58% give the officials?", tuple(ev), 4, is_question=True)
     assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
+
+
+def test_a_heading_run_into_a_sentence_is_left_out_of_the_quote(embedder):
+    """Extraction runs a bold heading into its paragraph's first sentence: a brief read "Evaluation of Disclosure
+    Controls and Procedures We performed an evaluation ..." (13 of 596 sentences of sixteen development briefs)."""
+    text = (
+        "Evaluation of Disclosure Controls and Procedures We performed an evaluation of the effectiveness of our "
+        "disclosure controls and procedures as of December 31, 2022."
+    )
+    ev = evidence(text)
+    synth = ExtractiveSynthesizer(embedder)
+    for request in (
+        SynthesisRequest("Controls and procedures", tuple(ev), max_sentences=2),
+        SynthesisRequest("Were disclosure controls evaluated?", tuple(ev), 2, is_question=True),
+    ):
+        draft = synth.synthesize(request)
+        assert [s.text for s in draft.sentences] == [text[len("Evaluation of Disclosure Controls and Procedures ") :]]
+        assert validate(draft, {"c1": text}, verbatim=True).ok

@@ -20,6 +20,7 @@ from citesum.tasks.text import (
     is_title,
     join_heading,
     normalize_space,
+    run_in_heading,
     sentences,
     split_heading,
     split_sentences,
@@ -332,3 +333,19 @@ def test_a_fragment_needs_the_text_around_it(piece, fragment):
 )
 def test_a_number_run_is_a_charts_or_tables_values_not_prose(sentence, run):
     assert has_number_run(sentence) is run
+
+
+@pytest.mark.parametrize(
+    ("sentence", "heading"),
+    [
+        ("Use of Estimates The preparation of financial statements requires estimates.", "Use of Estimates"),
+        ("PEW RESEARCH CENTER The latest national survey finds that 80% agree.", "PEW RESEARCH CENTER"),
+        ("Risks Related to Our Business The ongoing pandemic has hurt our sales.", "Risks Related to Our Business"),
+        ("Refer to Note 14 — Risk Management and Derivatives in the accompanying Notes.", ""),
+        ("This Appendix A may be updated by the Administrator from time to time.", ""),
+        ("Apple Inc. The company designs phones.", ""),
+        ("In Q1 2017, we combined stock-based compensation with operating expenses.", ""),
+    ],
+)
+def test_a_heading_run_into_a_sentence_is_found(sentence, heading):
+    assert run_in_heading(sentence) == heading

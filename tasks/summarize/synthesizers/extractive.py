@@ -57,6 +57,7 @@ from citesum.tasks.text import (
     is_pointer,
     is_title,
     normalize_space,
+    run_in_heading,
     sentences,
     split_sentences,
     table_rows,
@@ -110,6 +111,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                     found.append(_Sentence(row, (item.label,), len(found), float(prior)))
                 continue
             whole = normalize_space(text[start:end])
+            whole = whole[len(run_in_heading(whole)) :].lstrip()  # its heading is the part's, not a finding's
             if not asked and is_fragment(whole):
                 continue  # a long sentence's clauses are fragments too, and are quoted: only whole ones are judged
             pieces = quotable(whole)

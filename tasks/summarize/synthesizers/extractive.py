@@ -24,7 +24,8 @@ absent from the candidates) separated none of the development sets' unanswerable
 the answerable ones (README, Summary quality). A sentence over ``MAX_WORDS`` (common in
 contracts) is quoted by its clauses instead: verbatim spans split at ";", ":" and item
 markers such as "(a)", each a candidate of its own; a clause still over the cap is left out.
-A table row is quoted as its finding, its label and each value under its column's name
+A heading that extraction ran into a sentence ("Use of Estimates The preparation of ...", ``run_in_heading``) is
+left out of its quote. A table row is quoted as its finding, its label and each value under its column's name
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
 ("For more information, see Item 1A."), is a title ("Notes to Consolidated Financial Statements.") or runs a chart's

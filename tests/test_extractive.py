@@ -244,6 +244,16 @@ def test_a_brief_quotes_no_table_of_contents_and_a_question_still_may(embedder):
     assert synth.synthesize(only).sentences
 
 
+def assert_left_out_of_a_brief(embedder, noise: str, statement: str, topic: str, question: str) -> None:
+    """A brief of ``topic`` quotes the ``statement`` (c2) and nothing of the ``noise`` (c1); a question may."""
+    ev = evidence(noise, statement)
+    synth = ExtractiveSynthesizer(embedder)
+    brief = synth.synthesize(SynthesisRequest(topic, tuple(ev), max_sentences=4))
+    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
+    asked = SynthesisRequest(question, tuple(ev), 4, is_question=True)
+    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
+
+
 def test_a_brief_quotes_whole_sentences_not_the_parts_of_one(embedder):
     """A chunk that begins inside a sentence, or a sentence that only leads into a list, needs the text around it: a
     brief read "operating income and a $15.8 million decrease ..." as a finding (8% of ten filings' brief sentences
@@ -254,16 +264,11 @@ def test_a_brief_quotes_whole_sentences_not_the_parts_of_one(embedder):
         "some of which are beyond our control:"
     )
     whole = "Our streaming memberships grew to 75 million at the end of the year, and our net income fell."
-    ev = evidence(parts, whole)
-    synth = ExtractiveSynthesizer(embedder)
-
-    brief = synth.synthesize(SynthesisRequest("Net income and stock price", tuple(ev), 4))
-    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
-
-    asked = SynthesisRequest("How much did net income decrease?", tuple(ev), 4, is_question=True)
-    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
-    only = SynthesisRequest("Net income", tuple(ev[:1]), max_sentences=2)  # nothing else to say
-    assert synth.synthesize(only).sentences
+    assert_left_out_of_a_brief(
+        embedder, parts, whole, "Net income and stock price", "How much did net income decrease?"
+    )
+    only = SynthesisRequest("Net income", tuple(evidence(parts)), max_sentences=2)  # nothing else to say
+    assert ExtractiveSynthesizer(embedder).synthesize(only).sentences
 
 
 def test_a_brief_quotes_no_sentence_that_only_points_elsewhere_nor_a_title(embedder):
@@ -276,16 +281,11 @@ def test_a_brief_quotes_no_sentence_that_only_points_elsewhere_nor_a_title(embed
         "The information required by this Item is included in the Proxy Statement and is incorporated herein by "
         "reference.\n\nLockheed Martin Corporation Notes to Consolidated Financial Statements"  # the page's running title
     )
-    ev = evidence(pointers, "Our suppliers' disruptions have delayed deliveries and raised the costs of our programs.")
-    synth = ExtractiveSynthesizer(embedder)
-
-    brief = synth.synthesize(SynthesisRequest("Suppliers and raw materials risks", tuple(ev), max_sentences=4))
-    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
-
-    asked = SynthesisRequest("Where are the risks of suppliers described?", tuple(ev), 4, is_question=True)
-    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
-    only = SynthesisRequest("Suppliers", tuple(ev[:1]), max_sentences=2)  # nothing else to say
-    assert synth.synthesize(only).sentences
+    statement = "Our suppliers' disruptions have delayed deliveries and raised the costs of our programs."
+    topic, question = "Suppliers and raw materials risks", "Where are the risks of suppliers described?"
+    assert_left_out_of_a_brief(embedder, pointers, statement, topic, question)
+    only = SynthesisRequest("Suppliers", tuple(evidence(pointers)), max_sentences=2)  # nothing else to say
+    assert ExtractiveSynthesizer(embedder).synthesize(only).sentences
 
 
 def test_a_brief_quotes_no_label_no_title_closed_by_a_full_stop_and_no_chart_numbers(embedder):
@@ -298,14 +298,8 @@ def test_a_brief_quotes_no_label_no_title_closed_by_a_full_stop_and_no_chart_num
         "% who rate the ethical standards of the article's officials as excellent or good Poor Not good Good "
         "Excellent 39 58 Total 36 9 75 22 Note: Don't know responses not shown."
     )
-    ev = evidence(noise, "The Participant is responsible for all taxes due on the shares granted under this Article.")
-    synth = ExtractiveSynthesizer(embedder)
-
-    brief = synth.synthesize(SynthesisRequest("Article II Taxation", tuple(ev), max_sentences=4))
-    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw
-
-    asked = SynthesisRequest("Which rating did 58% give the officials?", tuple(ev), 4, is_question=True)
-    assert "c1" in {c for s in synth.synthesize(asked).sentences for c in s.citations}
+    statement = "The Participant is responsible for all taxes due on the shares granted under this Article."
+    assert_left_out_of_a_brief(embedder, noise, statement, "Article II Taxation", "Which rating did 58% give them?")
 
 
 def test_a_heading_run_into_a_sentence_is_left_out_of_the_quote(embedder):

@@ -277,6 +277,16 @@ def is_title(sentence: str) -> bool:
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)
 
 
+# A check box standing alone: "Yes ☒ No ☐", a filing's cover page in Wingdings ("Yes þ No ¨"), not "M¨oller".
+_CHECK_BOX = re.compile(r"(?<!\S)[\u2610\u2611\u2612\u25a1\u00a8\u00fe\u00fd](?!\S)")
+
+
+def is_form_field(sentence: str) -> bool:
+    """A form's field with its check boxes, "Yes ☒ No ☐ Indicate by check mark whether the registrant ...": a
+    filing's cover page asks, it states nothing."""
+    return bool(_CHECK_BOX.search(sentence))
+
+
 # Four numbers or more with nothing but spaces between them; prose puts words or punctuation between its figures.
 _NUMBER_RUN = re.compile(r"(?<![\w.,$%(])(?:\d+(?:[.,]\d+)*\s+){3,}\d+(?:[.,]\d+)*(?![\w%])")
 

@@ -15,6 +15,7 @@ from citesum.tasks.text import (
     find_labels,
     has_number_run,
     is_contents,
+    is_form_field,
     is_fragment,
     is_pointer,
     is_title,
@@ -349,3 +350,16 @@ def test_a_number_run_is_a_charts_or_tables_values_not_prose(sentence, run):
 )
 def test_a_heading_run_into_a_sentence_is_found(sentence, heading):
     assert run_in_heading(sentence) == heading
+
+
+@pytest.mark.parametrize(
+    ("sentence", "field"),
+    [
+        ("Yes ☒ No ☐ Indicate by check mark whether the registrant is a shell company.", True),
+        ("Large accelerated filer þ Accelerated filer ¨ Non-accelerated filer ¨", True),
+        ("Henrik Bellh¨auser, Charlotte Dignath, and Maria Theobald.", False),  # an umlaut set apart
+        ("The registrant is a large accelerated filer.", False),
+    ],
+)
+def test_a_form_field_holds_check_boxes(sentence, field):
+    assert is_form_field(sentence) is field

@@ -29,8 +29,8 @@ left out of its quote. A table row is quoted as its finding, its label and each 
 ("Total debt: 2018 $14,622; 2017 $13,949"); validation checks it against the row. A part written
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
 ("For more information, see Item 1A."), is a title ("Notes to Consolidated Financial Statements.") or runs a chart's
-numbers together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no piece under ``MIN_WORDS`` and no part of a
-sentence (a chunk that begins inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still
+numbers together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
+("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still
 quoted), unless that is all its evidence.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
@@ -54,6 +54,7 @@ from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import (
     has_number_run,
     is_contents,
+    is_form_field,
     is_fragment,
     is_pointer,
     is_title,
@@ -129,9 +130,9 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
 
 def _says_nothing(sentence: str) -> bool:
-    """A pointer elsewhere, a title, a contents line run on, a chart's numbers: they help a reader find or read
-    things, and say nothing in a brief."""
-    return is_pointer(sentence) or is_title(sentence) or is_contents(sentence) or has_number_run(sentence)
+    """A pointer elsewhere, a title, a contents line run on, a chart's numbers, a cover page's check boxes: they help
+    a reader find or read things, and say nothing in a brief."""
+    return any(test(sentence) for test in (is_pointer, is_title, is_contents, has_number_run, is_form_field))
 
 
 def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:

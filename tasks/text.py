@@ -291,10 +291,12 @@ def is_form_field(sentence: str) -> bool:
 _NUMBER_RUN = re.compile(r"(?<![\w.,$%(])(?:\d+(?:[.,]\d+)*\s+){3,}\d+(?:[.,]\d+)*(?![\w%])")
 
 
-def has_number_run(sentence: str) -> bool:
-    """A chart's values or an unrecognised table's cells run into the text: "... Poor Not good Good Excellent 39 58
-    Total 36 9 75 22 ...", "Operating leases 2023 $316 2024 259 2025 224 2026 191". Not "(1, 5, 10, 20)"."""
-    return bool(_NUMBER_RUN.search(sentence))
+def is_chart_text(sentence: str) -> bool:
+    """A chart's labels and values, or an unrecognised table's cells, read as a sentence: four numbers in a row ("...
+    Poor Not good Good Excellent 39 58 Total 36 9 75 22 ...", "Operating leases 2023 $316 2024 259 2025 224", not
+    "(1, 5, 10, 20)"), or a label that begins with a percent sign ("% who say the Islamic religion is more likely
+    ...", "% CHANGE EXCLUDING"), which no sentence does."""
+    return sentence.lstrip().startswith("%") or bool(_NUMBER_RUN.search(sentence))
 
 
 _ITEM_MARKER = re.compile(rf"^(?:\(?{_ITEM}[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")  # "(vi) ", "a) ", "• "

@@ -13,7 +13,7 @@ from citesum.tasks.text import (
     content_words,
     evidence_label,
     find_labels,
-    has_number_run,
+    is_chart_text,
     is_contents,
     is_form_field,
     is_fragment,
@@ -330,10 +330,12 @@ def test_a_fragment_needs_the_text_around_it(piece, fragment):
         ("We set 6 K-values (1, 5, 10, 20, 50, 100) for RE tasks.", False),
         ("Revenue was $4.2 billion in 2021, 2022 and 2023 and rose 12% in 2024.", False),
         ("Nearly half of those ages 30 to 49 (47%) follow the news, as do 61% of those 50 and older.", False),
+        ("% who say the Islamic religion is more likely than others to encourage violence …", True),
+        ("% CHANGE EXCLUDING", True),
     ],
 )
-def test_a_number_run_is_a_charts_or_tables_values_not_prose(sentence, run):
-    assert has_number_run(sentence) is run
+def test_a_charts_labels_and_values_are_no_sentence(sentence, run):
+    assert is_chart_text(sentence) is run
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ document and in total:
   Item 1A.", ``citesum.tasks.text.is_pointer``), of all the brief's sentences; ``titles_quoted``: sentences
   that are titles, a row finding aside (``citesum.tasks.text.is_title``: "Notes to Consolidated Financial
   Statements"); ``fragments_quoted``: sentences that are parts of a sentence, a row finding aside
-  (``citesum.tasks.text.is_fragment``: "statements regarding", "(vi) the Notes to ..."); ``numbers_quoted``: sentences
-  that run a chart's numbers together (``citesum.tasks.text.has_number_run``), and ``short_quoted``: pieces under the
+  (``citesum.tasks.text.is_fragment``: "statements regarding", "(vi) the Notes to ..."); ``charts_quoted``: a chart's
+  labels and values read as a sentence (``citesum.tasks.text.is_chart_text``), and ``short_quoted``: pieces under the
   extractive synthesizer's ``MIN_WORDS`` ("Article III."), row findings aside in both.
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
@@ -63,7 +63,7 @@ def measure(summary, rows, topics) -> dict:
     from citesum.tasks.summarize.synthesizers.base import PART_SENTENCES
     from citesum.tasks.summarize.synthesizers.extractive import MIN_WORDS, word_count
     from citesum.tasks.summarize.topics import section_rows
-    from citesum.tasks.text import has_number_run, is_contents, is_fragment, is_pointer, is_title
+    from citesum.tasks.text import is_chart_text, is_contents, is_fragment, is_pointer, is_title
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     section_of = {r["chunk_id"]: key for key, group in section_rows(rows).items() for r in group}
@@ -91,7 +91,7 @@ def measure(summary, rows, topics) -> dict:
         "pointers_quoted": sum(is_pointer(t) for t in texts),
         "titles_quoted": sum(is_title(t) and not ROW_FINDING.match(t) for t in texts),
         "fragments_quoted": sum(is_fragment(t) and not ROW_FINDING.match(t) for t in texts),
-        "numbers_quoted": sum(has_number_run(t) and not ROW_FINDING.match(t) for t in texts),
+        "charts_quoted": sum(is_chart_text(t) and not ROW_FINDING.match(t) for t in texts),
         "short_quoted": sum(word_count(t) < MIN_WORDS and ": " not in t for t in texts),  # a row finding has "label: "
         "sentences": len(texts),
     }
@@ -145,7 +145,7 @@ def main() -> None:
         "pointers_quoted": sum(r["pointers_quoted"] for r in results.values()),
         "titles_quoted": sum(r["titles_quoted"] for r in results.values()),
         "fragments_quoted": sum(r["fragments_quoted"] for r in results.values()),
-        "numbers_quoted": sum(r["numbers_quoted"] for r in results.values()),
+        "charts_quoted": sum(r["charts_quoted"] for r in results.values()),
         "short_quoted": sum(r["short_quoted"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }

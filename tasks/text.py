@@ -277,6 +277,25 @@ def is_title(sentence: str) -> bool:
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)
 
 
+# The standard language of a securities filing, the same in every one: the auditor's report, the officers'
+# certifications, the notice on forward-looking statements, consents, signatures, the cover page's questions.
+_BOILERPLATE = re.compile(
+    r"forward-looking statements?|integral part of (?:these|this|the)\b[^.]{0,60}(?:statements?|information)"
+    r"|public company accounting oversight board|present fairly, in all material respects|free of material misstatement"
+    r"|based on my knowledge|pursuant to the requirements of (?:section 13 or 15\(d\) of )?the securities exchange act"
+    r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark",
+    re.IGNORECASE,
+)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """A filing's standard language ("Those standards require that we plan and perform the audit to obtain
+    reasonable assurance about whether the financial statements are free of material misstatement.", "Based on my
+    knowledge, this report does not contain any untrue statement ...", "These forward-looking statements include
+    ..."): every filing says it, so a brief of one says nothing by quoting it."""
+    return bool(_BOILERPLATE.search(sentence))
+
+
 # A check box standing alone: "Yes ☒ No ☐", a filing's cover page in Wingdings ("Yes þ No ¨"), not "M¨oller".
 _CHECK_BOX = re.compile(r"(?<!\S)[\u2610\u2611\u2612\u25a1\u00a8\u00fe\u00fd](?!\S)")
 

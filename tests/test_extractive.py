@@ -288,17 +288,18 @@ def test_a_brief_quotes_no_sentence_that_only_points_elsewhere_nor_a_title(embed
     assert ExtractiveSynthesizer(embedder).synthesize(only).sentences
 
 
-def test_a_brief_quotes_no_label_no_title_closed_by_a_full_stop_no_chart_numbers_and_no_form_field(embedder):
+def test_a_brief_quotes_no_label_title_chart_form_field_or_boilerplate(embedder):
     """Ten filings' and six reports' briefs quoted "Article III." (a heading's label, under the topic "ARTICLE 5"),
     "Management's Discussion and Analysis of Financial Condition and Results of Operations." (an item's title with a
-    full stop), a chart's labels and values run into one "sentence" and a cover page's check boxes ("Large
-    Accelerated filer x Accelerated filer ☐ ..."); none says anything in a brief."""
+    full stop), a chart's labels and values run into one "sentence", a cover page's check boxes ("Large
+    Accelerated filer x Accelerated filer ☐ ...") and a filing's standard language; none says anything in a brief."""
     noise = (
         "Article II.\n"
         "Management's Discussion and Analysis of Financial Condition and Results of Operations.\n"
         "% who rate the ethical standards of the article's officials as excellent or good Poor Not good Good "
         "Excellent 39 58 Total 36 9 75 22 Note: Don't know responses not shown.\n"
-        "Yes ☒ No ☐ Indicate by check mark whether the registrant is a shell company under this article."
+        "Yes ☒ No ☐ Indicate by check mark whether the registrant is a shell company under this article.\n"
+        "The accompanying notes are an integral part of these consolidated financial statements of this article."
     )
     statement = "The Participant is responsible for all taxes due on the shares granted under this Article."
     assert_left_out_of_a_brief(embedder, noise, statement, "Article II Taxation", "Which rating did 58% give them?")

@@ -13,6 +13,7 @@ from citesum.tasks.text import (
     content_words,
     evidence_label,
     find_labels,
+    is_boilerplate,
     is_chart_text,
     is_contents,
     is_form_field,
@@ -365,3 +366,22 @@ def test_a_heading_run_into_a_sentence_is_found(sentence, heading):
 )
 def test_a_form_field_holds_check_boxes(sentence, field):
     assert is_form_field(sentence) is field
+
+
+@pytest.mark.parametrize(
+    ("sentence", "standard"),
+    [
+        (
+            "Those standards require that we plan and perform the audit to obtain reasonable assurance about whether the "
+            "financial statements are free of material misstatement.",
+            True,
+        ),
+        ("Based on my knowledge, this report does not contain any untrue statement of a material fact.", True),
+        ("These forward-looking statements include, but are not limited to, statements regarding", True),
+        ("The accompanying notes are an integral part of these consolidated financial statements.", True),
+        ("Our auditors, Deloitte & Touche LLP, have served as the Company's auditor since 1959.", False),
+        ("Net sales rose 5% to $46.3 billion, led by the Americas.", False),
+    ],
+)
+def test_a_filings_standard_language_is_boilerplate(sentence, standard):
+    assert is_boilerplate(sentence) is standard

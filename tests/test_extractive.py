@@ -321,3 +321,19 @@ def test_a_heading_run_into_a_sentence_is_left_out_of_the_quote(embedder):
         draft = synth.synthesize(request)
         assert [s.text for s in draft.sentences] == [text[len("Evaluation of Disclosure Controls and Procedures ") :]]
         assert validate(draft, {"c1": text}, verbatim=True).ok
+
+
+def test_a_filings_standard_language_is_quoted_only_when_its_part_has_nothing_else(embedder):
+    """Every filing carries the auditor's standard sentences: a brief quotes a part's own statements before them, and
+    them before the titles and labels that say nothing at all."""
+    standard = (
+        "Those standards require that we plan and perform the audit to obtain reasonable assurance about whether the "
+        "financial statements are free of material misstatement."
+    )
+    title = "Report of Independent Registered Public Accounting Firm on the Consolidated Financial Statements."
+    statement = "Deloitte & Touche LLP has served as the Company's auditor since 1959 and audits its statements."
+    synth = ExtractiveSynthesizer(embedder)
+    brief = synth.synthesize(SynthesisRequest("Audit report", tuple(evidence(f"{title}\n{standard} {statement}")), 4))
+    assert [s.text for s in brief.sentences] == [statement], brief.raw
+    only = synth.synthesize(SynthesisRequest("Audit report", tuple(evidence(f"{title}\n{standard}")), 4))
+    assert [s.text for s in only.sentences] == [standard], only.raw

@@ -30,10 +30,10 @@ left out of its quote. A table row is quoted as its finding, its label and each 
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
 ("For more information, see Item 1A."), is a title ("Notes to Consolidated Financial Statements.") or runs a chart's
 labels and values together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
-("Yes ☒ No ☐ Indicate by check mark ..."), no filing's standard language ("Based on my knowledge, this report does
-not contain any untrue statement ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
+("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
 inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still quoted), unless that is all its
-evidence.
+evidence; and a filing's standard language ("Based on my knowledge, this report does not contain any untrue statement
+...", ``is_boilerplate``) only when its part has nothing else to say.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -95,9 +95,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     written unasked, a topic, whose tables of contents ``SynthesisRequest.readable`` leaves out): no sentence
     that only points elsewhere (``is_pointer``: "For more information, see Item 1A."), is a title (``is_title``: a
     running header "Object Storage Service Product Introduction 9 Basic Concepts"), a contents line run on
-    (``is_contents``), a chart's labels and values (``is_chart_text``), a cover page's check boxes
-    (``is_form_field``) or a filing's standard language (``is_boilerplate``: the auditor's report, certifications,
-    the notice on forward-looking statements), no piece under ``MIN_WORDS`` (its topic's words are a heading's, not a question's: "Article
+    (``is_contents``), a chart's labels and values (``is_chart_text``) or a cover page's check boxes
+    (``is_form_field``), no piece under ``MIN_WORDS`` (its topic's words are a heading's, not a question's: "Article
     III." under "ARTICLE 5"), and no part of a sentence (``is_fragment``: "operating income and a $15.8 million
     decrease ...", a chunk begun inside a sentence); a brief quoting "Properties 18 Item 3." says nothing, while a
     question may ask where something is."""
@@ -135,11 +134,9 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
 
 def _says_nothing(sentence: str) -> bool:
-    """A pointer elsewhere, a title, a contents line run on, a chart's numbers, a cover page's check boxes, a filing's
-    standard language: they help a reader find or read things, or every filing says them; a brief says nothing by
-    quoting them."""
-    tests = (is_pointer, is_title, is_contents, is_chart_text, is_form_field, is_boilerplate)
-    return any(test(sentence) for test in tests)
+    """A pointer elsewhere, a title, a contents line run on, a chart's numbers, a cover page's check boxes: they help
+    a reader find or read things, and say nothing in a brief."""
+    return any(test(sentence) for test in (is_pointer, is_title, is_contents, is_chart_text, is_form_field))
 
 
 def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:
@@ -187,6 +184,8 @@ class ExtractiveSynthesizer:
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
             )
         pool = evidence_sentences(request.readable, request.instruction, asked=request.is_question)
+        if not request.is_question:  # a filing's standard language only when its part has nothing else to say
+            pool = [s for s in pool if not is_boilerplate(s.text)] or pool
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]

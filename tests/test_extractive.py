@@ -337,3 +337,18 @@ def test_a_filings_standard_language_is_quoted_only_when_its_part_has_nothing_el
     assert [s.text for s in brief.sentences] == [statement], brief.raw
     only = synth.synthesize(SynthesisRequest("Audit report", tuple(evidence(f"{title}\n{standard}")), 4))
     assert [s.text for s in only.sentences] == [standard], only.raw
+
+
+def test_a_part_of_a_cover_page_and_its_contents_quotes_the_cover_before_the_contents(embedder):
+    """A filing's first part may be its cover page run into its table of contents, one chunk the brief leaves out as
+    contents: its statement is quoted, not the lines of the contents."""
+    cover = "NIKE, Inc. is incorporated in Oregon and its employer identification number is 93-0584541."
+    contents = (
+        "Item 5. Market for Registrant's Common Equity and Related Stockholder Matters 20\n"
+        "Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations 29\n"
+        "Item 7A. Quantitative and Qualitative Disclosures about Market Risk 51\n"
+        "Item 8. Financial Statements and Supplementary Data 53"
+    )
+    synth = ExtractiveSynthesizer(embedder)
+    brief = synth.synthesize(SynthesisRequest("Annual report", tuple(evidence(f"{cover}\n{contents}")), 4))
+    assert [s.text for s in brief.sentences] == [cover], brief.raw

@@ -32,7 +32,7 @@ unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sent
 labels and values together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
 ("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
 inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still quoted), unless that is all its
-evidence; and a filing's standard language ("Based on my knowledge, this report does not contain any untrue statement
+evidence (a statement on its contents pages first, a cover page run into them); and a filing's standard language ("Based on my knowledge, this report does not contain any untrue statement
 ...", ``is_boilerplate``) only when its part has nothing else to say.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
@@ -184,7 +184,10 @@ class ExtractiveSynthesizer:
                 raw=f"- {NOT_STATED}\n(no evidence passage holds a keyword of the request: {', '.join(missing)})",
             )
         pool = evidence_sentences(request.readable, request.instruction, asked=request.is_question)
-        if not request.is_question:  # a filing's standard language only when its part has nothing else to say
+        if not request.is_question:
+            # A statement on a contents page (a cover page run into it) before what the contents list; a filing's
+            # standard language only when its part has nothing else to say.
+            pool = pool or evidence_sentences(request.evidence, request.instruction, asked=False)
             pool = [s for s in pool if not is_boilerplate(s.text)] or pool
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)

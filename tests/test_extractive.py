@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisRequest
-from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer, evidence_sentences
+from citesum.tasks.summarize.synthesizers.extractive import (
+    MAX_WORDS,
+    ExtractiveSynthesizer,
+    evidence_sentences,
+    word_count,
+)
 from citesum.tasks.summarize.validate import validate
 from citesum.tasks.text import normalize_space
 from tests.summary_fixtures import FILING_CONTENTS, evidence, evidence_of
@@ -352,3 +357,20 @@ def test_a_part_of_a_cover_page_and_its_contents_quotes_the_cover_before_the_con
     synth = ExtractiveSynthesizer(embedder)
     brief = synth.synthesize(SynthesisRequest("Annual report", tuple(evidence(f"{cover}\n{contents}")), 4))
     assert [s.text for s in brief.sentences] == [cover], brief.raw
+
+
+def test_the_list_a_filings_notice_opens_is_left_out_with_the_notice(embedder):
+    """A forward-looking-statements notice over the word cap is quoted by its clauses: they are the notice too."""
+    notice = (
+        "These forward-looking statements include, but are not limited to, statements regarding: (a) our core "
+        "strategy and the growth of our streaming business in every market we serve; (b) the timing and amount of "
+        "our content obligations and the investments in original programming that we make; (c) our future capital "
+        "expenditures, the liquidity of our business and the sources of our cash in the coming years; (d) the "
+        "adoption of new accounting standards and their effect on the results of our operations; (e) the "
+        "competition we face from other providers of entertainment video and the prices they charge their members."
+    )
+    assert word_count(notice) > MAX_WORDS
+    statement = "Our streaming memberships grew to 75 million at the end of the year, and our revenue rose."
+    synth = ExtractiveSynthesizer(embedder)
+    brief = synth.synthesize(SynthesisRequest("Streaming growth", tuple(evidence(notice, statement)), 4))
+    assert [s.citations for s in brief.sentences] == [("c2",)], brief.raw

@@ -86,6 +86,7 @@ class _Sentence:
     order: int  # evidence rank, then position in the chunk
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
     clause: bool = False  # a clause of a sentence over the word cap, not a sentence or a row
+    standard: bool = False  # a filing's standard language (``is_boilerplate``), or a clause of it
 
 
 def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
@@ -129,7 +130,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 ):
                     continue
                 seen.add(sentence.lower())
-                found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause=len(pieces) > 1))
+                clause, standard = len(pieces) > 1, is_boilerplate(whole)  # the list a notice opens is the notice
+                found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause, standard))
     return found
 
 
@@ -188,7 +190,7 @@ class ExtractiveSynthesizer:
             # A statement on a contents page (a cover page run into it) before what the contents list; a filing's
             # standard language only when its part has nothing else to say.
             pool = pool or evidence_sentences(request.evidence, request.instruction, asked=False)
-            pool = [s for s in pool if not is_boilerplate(s.text)] or pool
+            pool = [s for s in pool if not s.standard] or pool
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)
         chunks = [item.label for item in request.evidence]

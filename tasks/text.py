@@ -283,7 +283,8 @@ _BOILERPLATE = re.compile(
     r"forward-looking statements?|integral part of (?:these|this|the)\b[^.]{0,60}(?:statements?|information)"
     r"|public company accounting oversight board|present fairly, in all material respects|free of material misstatement"
     r"|based on my knowledge|pursuant to the requirements of (?:section 13 or 15\(d\) of )?the securities exchange act"
-    r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark",
+    r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark"
+    r"|other certifying officers? and I\b|I have reviewed this (?:annual|quarterly) report",
     re.IGNORECASE,
 )
 

@@ -379,6 +379,7 @@ def test_a_form_field_holds_check_boxes(sentence, field):
         ("Based on my knowledge, this report does not contain any untrue statement of a material fact.", True),
         ("These forward-looking statements include, but are not limited to, statements regarding", True),
         ("The accompanying notes are an integral part of these consolidated financial statements.", True),
+        ("The registrant's other certifying officer and I have disclosed, based on our most recent evaluation:", True),
         ("Our auditors, Deloitte & Touche LLP, have served as the Company's auditor since 1959.", False),
         ("Net sales rose 5% to $46.3 billion, led by the Americas.", False),
     ],

@@ -146,11 +146,12 @@ def is_contents(text: str) -> bool:
     return len(pages) >= 3 and len(pages) >= 0.8 * len(lines) and pages == sorted(pages)
 
 
-# A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "See Note 1 for ...",
-# "... is incorporated herein by reference", a paper's road map ("Section 3 presents the results", "The rest of
-# this paper is organised as follows"), a contents line with its dot leaders.
+# A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "For a description of our legal
+# proceedings, see Note 13", "See Note 1 for ...", "... is incorporated herein by reference", a paper's road map
+# ("Section 3 presents the results", "The rest of this paper is organised as follows"), a contents line's dot leaders.
 _POINTER = re.compile(
-    r"^(?:also,\s*)?(?:for\s+(?:more\s+|additional\s+|further\s+)?(?:information|discussion|details)\b|see\s|refer\s+to\s|"
+    r"^(?:also,\s*)?(?:for\s+(?:an?\s+)?(?:more\s+|additional\s+|further\s+|detailed\s+|complete\s+|full\s+)*"
+    r"(?:information|discussion|description|details|explanation)\b|see\s|refer\s+to\s|"
     r"please\s+refer\b|reference\s+is\s+made\b|"
     r"(?:section|chapter|appendix|table|figure|fig\.)\s+[\dIVX]+[a-z]?\s+(?:describes|presents|discusses|summari[sz]es|"
     r"shows|lists|gives|draws|introduces|reports|provides|outlines|illustrates)\b|"

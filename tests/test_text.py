@@ -263,6 +263,7 @@ def test_other_text_is_no_table_of_contents(text: str) -> None:
     [
         ("For more information on the risks related to our suppliers, see Item 1A - Risk Factors.", True),
         ("For information regarding these matters, see Critical Accounting Policies.", True),
+        ("For a detailed discussion of the markets served by 3M's segments, see Item 1, Business Segments.", True),
         ("See Note 14, Segment and Geographic Information, for a disaggregation of revenue.", True),
         ("Refer to Note 14 in the accompanying Notes for additional information.", True),
         ("Part III is incorporated by reference from the Proxy Statement.", True),

@@ -109,11 +109,11 @@ def run_in_heading(sentence: str) -> str:
     preparation of financial statements ... requires ..."), else "": two words or more, every one capitalised but a
     title's small words, then a word that opens sentences ("The", "We", "In", ...) before a word in lower case.
     ``sentence`` is whitespace-normalised; the heading is its first characters."""
-    tokens_ = sentence.split()
-    for k, word in enumerate(tokens_[:25]):
-        if k >= 2 and word in _OPENERS and k + 1 < len(tokens_) and tokens_[k + 1][:1].islower():
-            heading = " ".join(tokens_[:k])
-            closed = tokens_[k - 1].lower() in _TITLE_SMALL_WORDS or heading[-1] in ".:;,"  # "Apple Inc." is no heading
+    parts = sentence.split()
+    for k, word in enumerate(parts[:25]):
+        if k >= 2 and word in _OPENERS and k + 1 < len(parts) and parts[k + 1][:1].islower():
+            heading = " ".join(parts[:k])
+            closed = parts[k - 1].lower() in _TITLE_SMALL_WORDS or heading[-1] in ".:;,"  # "Apple Inc." is no heading
             return "" if closed else heading
         if not (
             word[:1].isupper() or word[:1].isdigit() or word.lower() in _TITLE_SMALL_WORDS or word in "&-\u2013\u2014"
@@ -270,9 +270,9 @@ def is_title(sentence: str) -> bool:
     text = sentence.strip()
     if not text:
         return False
-    named = [w for w in words(text) if w[0].isalpha() and w.lower() not in STOPWORDS]
     if _CONTENTS_LABEL.search(text):
         return True
+    named = [w for w in words(text) if w[0].isalpha() and w.lower() not in STOPWORDS]
     if text[-1] in ".?!;:":
         return text[-1] == "." and len(named) >= 4 and _capitalised(text)
     return len(named) >= 2 and sum(w[0].isupper() for w in named) >= 0.8 * len(named)

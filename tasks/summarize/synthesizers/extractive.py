@@ -32,8 +32,9 @@ unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sent
 labels and values together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
 ("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
 inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still quoted), unless that is all its
-evidence (a statement on its contents pages first, a cover page run into them); and a filing's standard language ("Based on my knowledge, this report does not contain any untrue statement
-...", ``is_boilerplate``) only when its part has nothing else to say.
+evidence (a statement on its contents pages first, a cover page run into them); and a filing's standard language
+("Based on my knowledge, this report does not contain any untrue statement ...", ``is_boilerplate``) only when its
+part has nothing else to say.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).

@@ -107,7 +107,8 @@ def render_prompt(messages: list[dict[str, str]]) -> str:
 UNASKED = (
     "State what the documents say, not where they say it: a sentence that only refers the reader to another "
     "section, note or item, or only repeats a title, a heading, a contents line or a chart's labels and numbers, "
-    "is not a statement."
+    "is not a statement. Prefer what these documents say to the standard language every filing repeats (the "
+    "auditor's report, certifications, the notice on forward-looking statements)."
 )
 
 

@@ -285,7 +285,9 @@ _BOILERPLATE = re.compile(
     r"|public company accounting oversight board|present fairly, in all material respects|free of material misstatement"
     r"|based on my knowledge|pursuant to the requirements of (?:section 13 or 15\(d\) of )?the securities exchange act"
     r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark"
-    r"|other certifying officers? and I\b|I have reviewed this (?:annual|quarterly) report",
+    r"|other certifying officers? and I\b|I have reviewed this (?:annual|quarterly) report"
+    r"|a company[\u2019']s internal control over financial reporting (?:is|includes)"
+    r"|projections of any evaluation of effectiveness to future periods",
     re.IGNORECASE,
 )
 

@@ -381,6 +381,10 @@ def test_a_form_field_holds_check_boxes(sentence, field):
         ("These forward-looking statements include, but are not limited to, statements regarding", True),
         ("The accompanying notes are an integral part of these consolidated financial statements.", True),
         ("The registrant's other certifying officer and I have disclosed, based on our most recent evaluation:", True),
+        (
+            "A company’s internal control over financial reporting is a process designed to provide reasonable assurance.",
+            True,
+        ),
         ("Our auditors, Deloitte & Touche LLP, have served as the Company's auditor since 1959.", False),
         ("Net sales rose 5% to $46.3 billion, led by the Americas.", False),
     ],

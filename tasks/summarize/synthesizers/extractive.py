@@ -87,7 +87,7 @@ class _Sentence:
     order: int  # evidence rank, then position in the chunk
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
     clause: bool = False  # a clause of a sentence over the word cap, not a sentence or a row
-    standard: bool = False  # a filing's standard language (``is_boilerplate``), or a clause of it
+    standard: bool = False  # unasked, a filing's standard language (``is_boilerplate``) or a clause of it
 
 
 def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
@@ -123,6 +123,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
             if not asked and is_fragment(whole):
                 continue  # a long sentence's clauses are fragments too, and are quoted: only whole ones are judged
             pieces = quotable(whole)
+            clause = len(pieces) > 1
+            standard = not asked and is_boilerplate(whole)  # the list a notice opens is the notice too
             for sentence in pieces:
                 if (
                     not _statement(sentence, keywords)
@@ -131,7 +133,6 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 ):
                     continue
                 seen.add(sentence.lower())
-                clause, standard = len(pieces) > 1, is_boilerplate(whole)  # the list a notice opens is the notice
                 found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause, standard))
     return found
 

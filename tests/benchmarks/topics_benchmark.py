@@ -17,7 +17,9 @@ document and in total:
   Statements"); ``fragments_quoted``: sentences that are parts of a sentence, a row finding aside
   (``citesum.tasks.text.is_fragment``: "statements regarding", "(vi) the Notes to ..."); ``charts_quoted``: a chart's
   labels and values read as a sentence (``citesum.tasks.text.is_chart_text``), and ``short_quoted``: pieces under the
-  extractive synthesizer's ``MIN_WORDS`` ("Article III."), row findings aside in both.
+  extractive synthesizer's ``MIN_WORDS`` ("Article III."), row findings aside in both; ``forms_quoted``: a cover
+  page's check boxes (``citesum.tasks.text.is_form_field``); ``standard_quoted``: a filing's standard language
+  (``citesum.tasks.text.is_boilerplate``), which a part quotes only when it has nothing else.
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus.
@@ -63,7 +65,15 @@ def measure(summary, rows, topics) -> dict:
     from citesum.tasks.summarize.synthesizers.base import PART_SENTENCES
     from citesum.tasks.summarize.synthesizers.extractive import MIN_WORDS, word_count
     from citesum.tasks.summarize.topics import section_rows
-    from citesum.tasks.text import is_chart_text, is_contents, is_fragment, is_pointer, is_title
+    from citesum.tasks.text import (
+        is_boilerplate,
+        is_chart_text,
+        is_contents,
+        is_form_field,
+        is_fragment,
+        is_pointer,
+        is_title,
+    )
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     section_of = {r["chunk_id"]: key for key, group in section_rows(rows).items() for r in group}
@@ -93,6 +103,8 @@ def measure(summary, rows, topics) -> dict:
         "fragments_quoted": sum(is_fragment(t) and not ROW_FINDING.match(t) for t in texts),
         "charts_quoted": sum(is_chart_text(t) and not ROW_FINDING.match(t) for t in texts),
         "short_quoted": sum(word_count(t) < MIN_WORDS and ": " not in t for t in texts),  # a row finding has "label: "
+        "forms_quoted": sum(is_form_field(t) for t in texts),
+        "standard_quoted": sum(is_boilerplate(t) for t in texts),
         "sentences": len(texts),
     }
 
@@ -147,6 +159,8 @@ def main() -> None:
         "fragments_quoted": sum(r["fragments_quoted"] for r in results.values()),
         "charts_quoted": sum(r["charts_quoted"] for r in results.values()),
         "short_quoted": sum(r["short_quoted"] for r in results.values()),
+        "forms_quoted": sum(r["forms_quoted"] for r in results.values()),
+        "standard_quoted": sum(r["standard_quoted"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }
     print(json.dumps({"documents": results, "total": total}, indent=2))

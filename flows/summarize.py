@@ -24,12 +24,14 @@ from citesum.tasks.summarize.summary import (
     without_repeats,
 )
 from citesum.tasks.summarize.tasks import (
+    check_premise,
     choose_synthesizer,
     combine,
     ensure_llm_limit,
     fallback_synthesizer,
     find_topics,
     for_synthesizer,
+    read_vocabulary,
     resolve_documents,
     retrieve_candidates,
     section_evidence,
@@ -108,14 +110,17 @@ def topic_plan(store: LanceStore, document_ids: tuple[str, ...], focus: str | No
 def retrieved_parts(
     plan: list[Step], store, embedder, reranker, synthesizer, fallback, settings: Settings
 ) -> list[SummaryPart]:
-    """Per query, in parallel: broad hybrid retrieval, narrow rerank, synthesis with validation (and fallback)."""
+    """Per query, in parallel: broad hybrid retrieval, narrow rerank, the premise check of a question (what it
+    names that its evidence's documents never mention), synthesis with validation (and fallback)."""
     titles, queries, scopes, owns, shorts, questions = (list(c) for c in zip(*plan, strict=True)) if plan else ([],) * 6
     candidates = retrieve_candidates.map(
         queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates, owns, shorts
     )
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
+    vocabulary = read_vocabulary(store) if any(questions) else None  # only a question has a premise to check
+    unmentioned = check_premise.map(queries, evidence, unmapped(vocabulary))
     write = for_synthesizer(write_part, synthesizer)
-    sections = write.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions)
+    sections = write.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions, unmentioned)
     return [
         SummaryPart(s.result(), q, tuple(c.result())) for s, q, c in zip(sections, queries, candidates, strict=True)
     ]

@@ -80,6 +80,20 @@ def test_invalid_twice_removes_unsupported_sentences_with_the_warning(fake_ollam
     assert problems[2] == ("cites c9, which is not in the evidence",)
 
 
+def test_a_question_naming_what_no_document_mentions_is_not_put_to_the_model(fake_ollama: FakeOllama):
+    fake_ollama.script(Reply(content="- Either party may terminate for convenience on 90 days' written notice [c1]."))
+    question = "What notice must Initech give to terminate in 2031?"
+    section = write_section(
+        "Summary", question, EVIDENCE, ollama(fake_ollama), is_question=True, unmentioned=["Initech", "2031"]
+    )
+    assert not fake_ollama.requests and not section.attempts
+    assert [s.text for s in section.sentences] == ["Not stated in the evidence."]
+    assert section.reason == "No document of the evidence mentions “Initech” or “2031”."
+    # A topic's words are a heading's: it is written whatever they name.
+    topic = write_section("12 Termination", question, EVIDENCE, ollama(fake_ollama), unmentioned=["Initech"])
+    assert len(fake_ollama.requests) == 1 and not topic.reason
+
+
 def test_not_stated_needs_no_citation(fake_ollama: FakeOllama):
     fake_ollama.script(Reply(content="- Not stated in the evidence."))
     section = write_section("Governing law", "Which law governs?", EVIDENCE, ollama(fake_ollama))

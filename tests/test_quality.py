@@ -22,6 +22,7 @@ from citesum.tasks.summarize.quality import (
     lexrank,
     repeated_sentences,
     run_question,
+    says_not_stated,
 )
 from citesum.tasks.summarize.rerank import load_reranker
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
@@ -201,6 +202,18 @@ def test_baselines_are_cut_to_as_many_sentences_as_the_citesum_summary(store, em
         assert counts == {"citesum": limit, "lexrank": limit, "lead": limit}
     assert outcome.evidence_hit and outcome.short_answer
     assert all(c.citations for s in outcome.summaries.values() for c in s.claims)
+
+
+def test_an_unanswerable_question_naming_a_year_no_document_mentions_abstains(store, embedder):
+    row = {"id": "q2", "question": "When can the agreement be terminated under its 2031 renewal terms?"}
+    row |= {"answer": None, "evidence": [], "source": "s", "kind": "k"}
+    synthesizer, reranker = ExtractiveSynthesizer(embedder), load_reranker("local", embedder)
+    settings = Settings(candidates=6, evidence=3)
+
+    outcome = run_question(Question.from_json(row), store, embedder, reranker, synthesizer, settings)
+    assert outcome.unanswerable and says_not_stated(outcome.summaries["citesum"])
+    # The baselines still quote the evidence: what citesum abstains from is measured against them.
+    assert all(c.citations for c in outcome.summaries["lead"].claims)
 
 
 class _Capped:

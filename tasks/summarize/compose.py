@@ -7,6 +7,9 @@ sentences are removed and kept for the record, and the section carries the warni
 attempt holds, a fallback synthesizer (the extractive one) writes the section from
 the same evidence, marked ``EXTRACTIVE_FALLBACK``, instead of leaving it empty.
 
+A question that names what no document of its evidence mentions (``premise.unmentioned``: a year, a code, a
+name) is not put to the synthesizer: its section says "Not stated in the evidence." and why (``Section.reason``).
+
 Injection quarantine (``quarantine``): ``write_section`` cuts what addresses an AI system out of the
 evidence before synthesis, and every draft's sentences that address one are dropped before validation;
 the section keeps both as ``quarantined``.
@@ -20,6 +23,7 @@ from dataclasses import dataclass, replace
 from citesum.tasks.summarize.evidence import CitedSentence, Draft, Evidence
 from citesum.tasks.summarize.quarantine import Quarantined, quarantine, screen
 from citesum.tasks.summarize.synthesizers.base import PART_SENTENCES, SynthesisRequest, Synthesizer
+from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.summarize.validate import LIMITED_COVERAGE, Validation, validate
 
 EXTRACTIVE_FALLBACK = "Extractive fallback: the generated sentences failed validation twice"
@@ -47,6 +51,7 @@ class Section:
     warning: str | None = None
     fallback: Attempt | None = None  # the fallback's draft, when it wrote ``sentences``
     quarantined: tuple[Quarantined, ...] = ()  # passages that address an AI system, left out
+    reason: str = ""  # why it says "Not stated in the evidence." without asking the synthesizer
 
     @property
     def bears_nothing(self) -> bool:
@@ -68,10 +73,21 @@ def write_section(
     max_sentences: int = PART_SENTENCES,
     fallback: Synthesizer | None = None,
     is_question: bool = False,
+    unmentioned: Sequence[str] = (),
 ) -> Section:
     """Synthesize a section from its evidence (quarantined first), validated, with one retry, then the
-    fallback if nothing held. ``is_question``: the instruction is the user's question (``SynthesisRequest``)."""
+    fallback if nothing held. ``is_question``: the instruction is the user's question (``SynthesisRequest``);
+    ``unmentioned``: what it names that no document of the evidence mentions, which it is then not asked."""
     evidence, cut = quarantine(evidence)
+    if is_question and unmentioned and evidence:
+        return Section(
+            title,
+            tuple(evidence),
+            (CitedSentence(NOT_STATED, ()),),
+            (),
+            quarantined=cut,
+            reason=f"No document of the evidence mentions {_listed(unmentioned)}.",
+        )
     request = SynthesisRequest(instruction, evidence, max_sentences=max_sentences, is_question=is_question)
     section = validated_section(
         title,
@@ -81,6 +97,11 @@ def write_section(
         fallback=(lambda: fallback.synthesize(request)) if fallback else None,
     )
     return replace(section, quarantined=cut + section.quarantined)
+
+
+def _listed(terms: Sequence[str]) -> str:
+    quoted = [f"“{t}”" for t in terms]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def validated_section(

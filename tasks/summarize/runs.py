@@ -61,6 +61,7 @@ def _part(part: SummaryPart) -> dict:
         "attempts": [_attempt(a) for a in section.attempts],
         "removed": to_json(section.removed),
         "warning": section.warning,
+        "not_stated_because": section.reason or None,
         "fallback": _attempt(section.fallback) if section.fallback else None,
         "quarantined": to_json(section.quarantined),  # passages that address an AI system, left out
     }

@@ -65,6 +65,7 @@ class Summary:
             {
                 "title": part.section.title,
                 "extractive_fallback": part.section.fallback is not None,
+                "not_stated_because": part.section.reason or None,
                 "closest_passages": [to_json(c, exclude={"label"}) for c in closest_passages(part)],
                 "sentences": [
                     {"text": s.text, "citations": [local[(i, label)] for label in s.citations]}
@@ -98,7 +99,8 @@ class Summary:
                 lines.append("- No validly cited sentence for this part.")
             if closest := closest_passages(part):
                 refs = ", ".join(_reference(c, links) for c in closest)
-                lines += ["", f"_{ABSTAINED_NOTE} Closest passages, not findings: {refs}._"]
+                why = part.section.reason or ABSTAINED_NOTE
+                lines += ["", f"_{why} Closest passages, not findings: {refs}._"]
             lines.append("")
         if len(quiet) > 1:
             titles = "; ".join(self.parts[i].section.title for i in quiet)

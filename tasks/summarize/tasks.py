@@ -28,6 +28,7 @@ from citesum.tasks.summarize import mapreduce
 from citesum.tasks.summarize.choices import check_synthesizer
 from citesum.tasks.summarize.compose import Section, write_section
 from citesum.tasks.summarize.evidence import Candidate, Evidence
+from citesum.tasks.summarize.premise import Vocabulary, unmentioned
 from citesum.tasks.summarize.rerank import Reranker
 from citesum.tasks.summarize.retrieve import candidate_of, chunk_filter, document_filter, retrieve
 from citesum.tasks.summarize.synthesizers.base import Synthesizer
@@ -89,6 +90,11 @@ def chunk_rows(store: LanceStore, document_ids: Sequence[str], *, vectors: bool 
     columns = [CHUNK_ID, *CHUNK_FIELDS, *([VECTOR] if vectors else [])]
     rows = store.chunk_rows(document_filter(document_ids), columns)
     return sorted(rows, key=lambda r: (r["document_id"], r["ordinal"]))
+
+
+def read_vocabulary(store: LanceStore) -> Vocabulary:
+    """The words of every stored document, for the premise check (``premise``): one read of the chunks' text."""
+    return Vocabulary.of(store.chunk_rows(None, ["document_id", "heading", "text"]))
 
 
 def combine(focus: str | None, topic: Topic) -> str:
@@ -210,6 +216,18 @@ def select_evidence(
     return evidence
 
 
+@task(name="check premise", task_run_name="check premise {query}", cache_policy=NO_CACHE)
+def check_premise(query: str, evidence: list[Evidence], vocabulary: Vocabulary | None) -> list[str]:
+    """What the question names that no document of its evidence mentions (``premise``); [] without a vocabulary
+    (a topic, whose words are a heading's)."""
+    if vocabulary is None:
+        return []
+    documents = sorted({e.candidate.chunk.document_id for e in evidence})
+    missing = unmentioned(query, documents, vocabulary)
+    get_run_logger().info(f"not in its {len(documents)} documents: {', '.join(missing)}" if missing else "all named")
+    return missing
+
+
 @task(name="synthesize", task_run_name="synthesize {title}", tags=[LLM_TAG], **SYNTH_TASK)
 def write_part(
     title: str,
@@ -218,9 +236,12 @@ def write_part(
     synthesizer: Synthesizer,
     fallback: Synthesizer | None = None,
     is_question: bool = False,
+    unmentioned: Sequence[str] = (),
 ) -> Section:
     started = time.perf_counter()
-    section = write_section(title, query, evidence, synthesizer, fallback=fallback, is_question=is_question)
+    section = write_section(
+        title, query, evidence, synthesizer, fallback=fallback, is_question=is_question, unmentioned=unmentioned
+    )
     get_run_logger().info(section_line(section, time.perf_counter() - started))
     return section
 

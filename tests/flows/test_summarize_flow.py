@@ -153,6 +153,23 @@ def test_a_question_the_corpus_does_not_touch_is_not_stated(ingested):
     assert "Closest passages, not findings" in summary.markdown()  # the reader can still check
 
 
+def test_a_question_naming_what_no_document_mentions_is_not_stated_and_says_what(ingested):
+    settings, _ = ingested
+    summary = summarize(settings, "What Charges did Globex invoice to Initech for the Services in 2031?")
+
+    (part,) = summary.parts
+    assert [s.text for s in part.section.sentences] == ["Not stated in the evidence."]
+    assert not cited(summary)
+    assert "No document of the evidence mentions “Initech” or “2031”. Closest passages, not findings:" in (
+        summary.markdown()
+    )
+    assert summary.to_json()["sections"][0]["not_stated_because"] == part.section.reason
+
+    # The same question of the agreement's own parties and year is answered, cited.
+    answered = summarize(settings, "What Charges did Globex invoice to Acme Corp for the Services in 2024?")
+    assert cited(answered) and not answered.parts[0].section.reason
+
+
 def test_exhaustive_mode_reaches_every_section(ingested):
     settings, placed = ingested
     summary = summarize(settings, "Summarize every obligation", documents=[AGREEMENT])

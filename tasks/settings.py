@@ -29,8 +29,9 @@ PREFIX = "CITESUM_"
 # is a table. 4: where a grid and a table of aligned figures overlap, the grid is kept. 5: a cover page's identifiers
 # and addresses, a bullet, a row of amounts are no headings. 6: an outline's titles match sections numbered in roman
 # numerals or letters ("I. INTRODUCTION"). 7: and an appendix's lettered sections ("A ADDITIONAL ERROR ANALYSIS",
-# "A.1 ...").
-CHUNK_FORMAT = 7
+# "A.1 ..."). 8: a table's header cell over several columns is in each of them, header cells go to the columns they
+# stand over, a second table set right under a first is a table of its own ("Tables as rows").
+CHUNK_FORMAT = 8
 
 
 def default_cache_dir() -> Path:

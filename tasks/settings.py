@@ -30,8 +30,9 @@ PREFIX = "CITESUM_"
 # and addresses, a bullet, a row of amounts are no headings. 6: an outline's titles match sections numbered in roman
 # numerals or letters ("I. INTRODUCTION"). 7: and an appendix's lettered sections ("A ADDITIONAL ERROR ANALYSIS",
 # "A.1 ..."). 8: a table's header cell over several columns is in each of them, header cells go to the columns they
-# stand over, a second table set right under a first is a table of its own ("Tables as rows").
-CHUNK_FORMAT = 8
+# stand over, a second table set right under a first is a table of its own ("Tables as rows"). 9: such a cell is
+# embedded once, not once per column (``tables.without_separators``): chunks hold more rows again.
+CHUNK_FORMAT = 9
 
 
 def default_cache_dir() -> Path:

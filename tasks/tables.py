@@ -42,10 +42,14 @@ def without_separators(text: str) -> str:
     """``text`` with its table rows' cell separators as spaces: "Total debt $14,622 $13,949".
 
     What is embedded: a "|" per cell in every row made table chunks alike to the embedding model, whatever their
-    rows said, and they crowded other chunks out of dense retrieval (FinanceBench, issue 12)."""
+    rows said, and they crowded other chunks out of dense retrieval (FinanceBench, issue 12). A header cell that
+    extraction repeats in each column it spans is said once: repeated, "Year ended December 31," thrice over an
+    income statement took word pieces from its rows in every chunk of it."""
     spans = table_rows(text)
     for start, end in reversed(spans):
-        text = text[:start] + " ".join(c for c in row_cells(text[start:end]) if c) + text[end:]
+        cells = row_cells(text[start:end])
+        said = [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1] or is_value(c))]
+        text = text[:start] + " ".join(said) + text[end:]
     return text
 
 

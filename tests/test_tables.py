@@ -18,7 +18,7 @@ from citesum.tasks.summarize.evidence import CitedSentence, Draft
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.validate import validate
-from citesum.tasks.tables import finding_supported, row_cells, row_findings
+from citesum.tasks.tables import finding_supported, row_cells, row_findings, without_separators
 from citesum.tasks.text import sentences
 from tests.summary_fixtures import evidence
 
@@ -316,6 +316,23 @@ def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_pat
     # Every row lands whole in exactly one chunk, in order.
     found = [line for c in rows for line in c.text.splitlines()[1:]]
     assert found == [f"Line item {n} of the statement | {1000 + n:,} | ({900 + n:,})" for n in range(52)]
+
+
+def test_a_header_cell_repeated_over_the_columns_it_spans_is_embedded_once():
+    # Extraction repeats a spanning cell in each of its columns (the table model reads it as spanning them); the
+    # embedding model needs it once, and the word pieces of its copies would crowd rows out of the chunk.
+    table = (
+        "Consolidated Statements of Income | Corning | Corning | Corning\n"
+        "| Year ended December 31, | Year ended December 31, | Year ended December 31,\n"
+        "(In millions) | 2021 | 2020 | 2019\n"
+        "Interest income | 11 | 15 | 15\n"
+    )
+    assert without_separators(table).splitlines() == [
+        "Consolidated Statements of Income Corning",
+        "Year ended December 31,",
+        "(In millions) 2021 2020 2019",
+        "Interest income 11 15 15",  # equal figures are each a column's own
+    ]
 
 
 def test_a_ruled_grid_over_a_page_break_keeps_its_header_row_and_cites_both_pages(tmp_path, embedder):

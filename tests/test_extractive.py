@@ -119,6 +119,13 @@ def test_a_short_piece_is_a_candidate_when_it_names_what_was_asked():
     assert "Fort Smith AR02 3." not in pool  # short and naming nothing asked: a fragment, as before
 
 
+def test_a_running_title_in_capitals_is_no_answer_though_it_names_what_was_asked():
+    # A 10-K's running title, left in a chunk, named the company asked about and was quoted as a finding.
+    chunk = "Boeing Capital's portfolio totaled $1.6 billion at December 31, 2022.\nTHE BOEING COMPANY"
+    pool = [s.text for s in evidence_sentences(evidence(chunk), "What was Boeing Capital's portfolio in 2022?")]
+    assert pool == ["Boeing Capital's portfolio totaled $1.6 billion at December 31, 2022."]
+
+
 def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
     # One chunk of four sentences on the question: its best covers it, then two more by relevance.
     chunk = (

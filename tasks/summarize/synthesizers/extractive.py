@@ -153,10 +153,12 @@ def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str
 
 
 def _statement(sentence: str, keywords: set[str]) -> bool:
-    """Long enough to say something (or short and naming what was asked), short enough to quote."""
+    """Long enough to say something (or short and naming what was asked, but no running title in capitals: "THE
+    BOEING COMPANY" names the company a question asks about and says nothing of it), short enough to quote."""
     count = word_count(sentence)
     if count < MIN_WORDS:
-        return count >= SHORT_WORDS and not keywords.isdisjoint(terms(sentence))
+        shouted = sentence.isupper() and is_title(sentence)
+        return count >= SHORT_WORDS and not keywords.isdisjoint(terms(sentence)) and not shouted
     return count <= MAX_WORDS
 
 

@@ -287,11 +287,9 @@ _BOILERPLATE = re.compile(
     r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark"
     r"|other certifying officers? and I\b|I have reviewed this (?:annual|quarterly) report"
     r"|a company[\u2019']s internal control over financial reporting (?:is|includes)"
-    r"|projections of any evaluation of effectiveness to future periods|we have audited the (?:accompanying|consolidated)",
+    r"|projections of any evaluation of effectiveness to future periods",
     re.IGNORECASE,
 )
-# A question about the standard language itself: the audit, its opinion, certifications, forward-looking statements.
-_ASKS_STANDARD = re.compile(r"\baudit|\bopinion|\bcertif|forward-looking|internal control", re.IGNORECASE)
 
 
 def is_boilerplate(sentence: str) -> bool:
@@ -300,12 +298,6 @@ def is_boilerplate(sentence: str) -> bool:
     knowledge, this report does not contain any untrue statement ...", "These forward-looking statements include
     ..."): every filing says it, so a brief of one says nothing by quoting it."""
     return bool(_BOILERPLATE.search(sentence))
-
-
-def asks_about_standard_language(question: str) -> bool:
-    """Whether a question is about what ``is_boilerplate`` finds ("Who audited ...?", "What does the auditor's opinion
-    say?"), which it then may quote."""
-    return bool(_ASKS_STANDARD.search(question))
 
 
 # A check box standing alone: "Yes ☒ No ☐", a filing's cover page in Wingdings ("Yes þ No ¨"), not "M¨oller".

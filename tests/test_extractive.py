@@ -351,22 +351,6 @@ def test_a_filings_standard_language_is_quoted_only_when_its_part_has_nothing_el
     assert [s.text for s in only.sentences] == [standard], only.raw
 
 
-def test_a_question_quotes_the_auditors_standard_sentences_only_when_it_asks_about_the_audit(embedder):
-    """Every 10-K's audit report "has audited the accompanying consolidated balance sheets": asked about the balance
-    sheet, a summary had quoted it beside the figures, as if it said something about them."""
-    audited = (
-        "We have audited the accompanying consolidated balance sheets of Amazon.com, Inc. as of December 31, 2017 "
-        "and 2016, and the related consolidated statements of operations."
-    )
-    stated = "Total assets on the consolidated balance sheets were $131.3 billion as of December 31, 2017."
-    ev = (*evidence(audited, stated),)
-    synth = ExtractiveSynthesizer(embedder)
-    asked = synth.synthesize(SynthesisRequest("What were total assets on the balance sheets?", ev, 4, is_question=True))
-    assert [s.text for s in asked.sentences] == [stated], asked.raw
-    audit = synth.synthesize(SynthesisRequest("Which balance sheets were audited?", ev, 4, is_question=True))
-    assert audited in [s.text for s in audit.sentences], audit.raw
-
-
 def test_a_part_of_a_cover_page_and_its_contents_quotes_the_cover_before_the_contents(embedder):
     """A filing's first part may be its cover page run into its table of contents, one chunk the brief leaves out as
     contents: its statement is quoted, not the lines of the contents."""

@@ -32,10 +32,9 @@ unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sent
 labels and values together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
 ("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
 inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still quoted), unless that is all its
-evidence (a statement on its contents pages first, a cover page run into them). A filing's standard language
-("Based on my knowledge, this report does not contain any untrue statement ...", "We have audited the accompanying
-consolidated balance sheets ...", ``is_boilerplate``) is quoted only when its part has nothing else to say, or a
-question asks about it (an audit, an opinion, a certification: ``asks_about_standard_language``).
+evidence (a statement on its contents pages first, a cover page run into them); and a filing's standard language
+("Based on my knowledge, this report does not contain any untrue statement ...", ``is_boilerplate``) only when its
+part has nothing else to say.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -56,7 +55,6 @@ from citesum.tasks.summarize.synthesizers.base import MergeRequest, SynthesisReq
 from citesum.tasks.summarize.synthesizers.prompts import NOT_STATED
 from citesum.tasks.tables import is_year, row_cells, row_findings
 from citesum.tasks.text import (
-    asks_about_standard_language,
     is_boilerplate,
     is_chart_text,
     is_contents,
@@ -89,7 +87,7 @@ class _Sentence:
     order: int  # evidence rank, then position in the chunk
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
     clause: bool = False  # a clause of a sentence over the word cap, not a sentence or a row
-    standard: bool = False  # a filing's standard language (``is_boilerplate``) or a clause of it
+    standard: bool = False  # unasked, a filing's standard language (``is_boilerplate``) or a clause of it
 
 
 def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
@@ -126,7 +124,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 continue  # a long sentence's clauses are fragments too, and are quoted: only whole ones are judged
             pieces = quotable(whole)
             clause = len(pieces) > 1
-            standard = is_boilerplate(whole)  # the list a notice opens is the notice too
+            standard = not asked and is_boilerplate(whole)  # the list a notice opens is the notice too
             for sentence in pieces:
                 if (
                     not _statement(sentence, keywords)
@@ -193,11 +191,9 @@ class ExtractiveSynthesizer:
             )
         pool = evidence_sentences(request.readable, request.instruction, asked=request.is_question)
         if not request.is_question:
-            # A statement on a contents page (a cover page run into it) before what the contents list.
+            # A statement on a contents page (a cover page run into it) before what the contents list; a filing's
+            # standard language only when its part has nothing else to say.
             pool = pool or evidence_sentences(request.evidence, request.instruction, asked=False)
-        if not (request.is_question and asks_about_standard_language(request.instruction)):
-            # A filing's standard language only when its part has nothing else to say: every filing's auditor "has
-            # audited the accompanying consolidated balance sheets", which answers no question about them.
             pool = [s for s in pool if not s.standard] or pool
         if not pool:  # a part that is nothing but a table of contents still says what it lists
             pool = evidence_sentences(request.evidence, request.instruction)

@@ -771,3 +771,24 @@ def test_header_names_stand_over_their_own_columns_on_real_pages():
     assert "Total debt: December 31, 2018 $14,622; December 31, 2017 $13,949; 2018 versus 2017 $673" in page_findings(
         "3M_2018_10K.pdf", 44, "Total debt"
     )
+
+
+def test_a_label_broken_over_two_lines_at_a_tables_end_is_in_the_table_only():
+    # CORNING_2021_10K p.28: the last row's label ends on the line of its figures ("net $ 354 $ 273"); the table's
+    # bounds ended at the label's first line, and that line stood as text after the table too
+    def draw(page):
+        y = draw_table(page, INCOME[:3], top=100)
+        page.insert_text((72, y), "Total translated earnings contract gain (loss),", fontsize=SIZE)
+        draw_at(page, y + 14, [(72, "net")], [(420, "354"), (500, "273")])
+
+    blocks = one_page(draw)
+    (table,) = tables(blocks)
+    assert table.text.endswith("Total translated earnings contract gain (loss), net | 354 | 273")
+    assert not [b.text for b in blocks if not b.table and "354" in b.text]
+
+
+@needs_financebench
+def test_a_broken_label_ending_each_of_two_tables_on_a_real_page_is_in_its_table_only():
+    blocks = text_blocks(pymupdf.open(FINANCEBENCH / "CORNING_2021_10K.pdf")[27])
+    assert [b.table for b in blocks if "$ 354" in b.text or "$354" in b.text] == [True]
+    assert [b.table for b in blocks if "$ (286)" in b.text or "$(286)" in b.text] == [True]

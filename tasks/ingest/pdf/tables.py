@@ -380,19 +380,23 @@ def _tables(rows: list[_Row], group: list[int], columns: _Columns, least: int) -
     """The group's tables: its rows from the first to the last with figures, cut where prose crosses the columns;
     a table has ``least`` rows of two figures or more."""
     body: list[tuple[int, list[str]]] = []
+    ends: list[int] = []  # each body row's last line: a label broken over two lines ends on the second
     for index in [*range(group[0], group[-1] + 1), None]:
         cells = None if index is None else columns.assign(_cells(rows[index], columns.left, columns.right))
         if cells is not None and body and _continues(body[-1][1], cells):
             body[-1] = (body[-1][0], [f"{body[-1][1][0]} {cells[0]}", *cells[1:]])
+            ends[-1] = index
             continue
         if cells is not None:
             body.append((index, cells))
+            ends.append(index)
             continue
         while body and len(_figures_in(body[-1][1])) < 2:  # a table ends on a row of figures
             body.pop()
+            ends.pop()
         if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= least:
-            yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns)
-        body = []
+            yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns, ends[-1])
+        body, ends = [], []
 
 
 def _is_title(cells: list[str]) -> bool:
@@ -410,13 +414,16 @@ def _figures_in(cells: list[str]) -> list[str]:
     return [c for c in cells[1:] if is_value(c) and not is_year(c)]
 
 
-def _found(rows: list[_Row], table: list[tuple[int, list[str]]], columns: _Columns) -> FoundTable:
+def _found(rows: list[_Row], table: list[tuple[int, list[str]]], columns: _Columns, last: int) -> FoundTable:
+    """The table from its rows' lines, ``last`` its last line: the bounds take every line from the first, a label's
+    second line too ("net $ 354 $ 273", CORNING_2021_10K p.28), which else stood as text beside the table too."""
     header = 0
     for position, (_, cells) in enumerate(table):
         if not is_header_row(cells):
             break
         header = position + 1 if any(cells[1:]) else header
-    words = [w for i, _ in table for w in rows[i].words if w[0] >= columns.left and w[2] <= columns.right]
+    lines = range(table[0][0], last + 1)
+    words = [w for i in lines for w in rows[i].words if w[0] >= columns.left and w[2] <= columns.right]
     bbox = (min(w[0] for w in words), min(w[1] for w in words), max(w[2] for w in words), max(w[3] for w in words))
     return FoundTable(tuple(row_line(cells) for _, cells in table), header, bbox)
 

@@ -31,8 +31,8 @@ PREFIX = "CITESUM_"
 # numerals or letters ("I. INTRODUCTION"). 7: and an appendix's lettered sections ("A ADDITIONAL ERROR ANALYSIS",
 # "A.1 ..."). 8: a table's header cell over several columns is in each of them, header cells go to the columns they
 # stand over, a second table set right under a first is a table of its own ("Tables as rows"). 9: such a cell is
-# embedded once, not once per column (``tables.without_separators``): chunks hold more rows again. 10: a table's last
-# label broken over two lines is in the table only, its second line no longer also text after it.
+# embedded once, not once per column (``tables.without_separators``; the chunk budget counts the stored text). 10: a
+# table's last label broken over two lines is in the table only, its second line no longer also text after it.
 CHUNK_FORMAT = 10
 
 

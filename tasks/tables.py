@@ -9,9 +9,9 @@ come first: the rows before the first one that states a figure other than a year
 - ``tables_in``: the tables of a chunk's text, as header rows and data rows.
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
   debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that. A header
-  row with one label in every value column (a cell extraction found spanning them all, repeated) or a units
-  line qualifies every value: "Accounts payable (Year Ended December 31): 2015 4,294; 2016 5,030"; a label
-  over a group of columns names each of them ("Pension 2021 (1,330); Pension 2020 (1,288)", ``Table._groups``).
+  row with one cell over several columns qualifies every value: "Accounts payable (Year Ended
+  December 31): 2015 4,294; 2016 5,030"; a label over a group of columns names each of them ("Pension 2021
+  (1,330); Pension 2020 (1,288)", ``Table._groups``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
 GROUPS = 6  # labels a header row may spread over groups of columns: the ways to split grow as 6 ** labels
 DRIFT = 2  # a group's label stands within a column of its centre: |2 * label - first - last| <= DRIFT
-_UNITS = re.compile(r"^\((?:dollars |amounts |\$ )?in (?:thousands|millions|billions)\b", re.IGNORECASE)
 # A label cut off at the end of its line: "NET INCREASE IN CASH AND" over "CASH EQUIVALENTS | 655 | (200)".
 _WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with)$|[&\-\u2013]$", re.IGNORECASE)
 
@@ -42,14 +41,10 @@ def without_separators(text: str) -> str:
     """``text`` with its table rows' cell separators as spaces: "Total debt $14,622 $13,949".
 
     What is embedded: a "|" per cell in every row made table chunks alike to the embedding model, whatever their
-    rows said, and they crowded other chunks out of dense retrieval (FinanceBench, issue 12). A header cell that
-    extraction repeats in each column it spans is said once: repeated, "Year ended December 31," thrice over an
-    income statement took word pieces from its rows in every chunk of it."""
+    rows said, and they crowded other chunks out of dense retrieval (FinanceBench, issue 12)."""
     spans = table_rows(text)
     for start, end in reversed(spans):
-        cells = row_cells(text[start:end])
-        said = [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1] or is_value(c))]
-        text = text[:start] + " ".join(said) + text[end:]
+        text = text[:start] + " ".join(c for c in row_cells(text[start:end]) if c) + text[end:]
     return text
 
 
@@ -86,13 +81,10 @@ class Table:
         return frozenset(i for i in range(1, self._width) if any(i < len(r) and r[i] for r in self.rows))
 
     def _spanning(self, row: tuple[str, ...]) -> bool:
-        """A header row that says something of every value column: one label over all of them ("Year Ended December
-        31," in each, as extraction repeats a cell over the columns it spans), or a units line alone ("(in
-        thousands)"), wherever it stands. A label over one column is that column's name, however many words it has."""
-        named = {i: c for i, c in enumerate(row) if i and c}
-        if len(set(named.values())) != 1:
-            return False
-        return (len(named) > 1 and self._valued <= named.keys()) or bool(_UNITS.match(next(iter(named.values()))))
+        """A header row whose one cell of two or more words stands over several value columns ("Year Ended
+        December 31,"): extraction puts such a cell in one column, the middle one or the first."""
+        named = [c for c in row[1:] if c]
+        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued) > 1
 
     @cached_property
     def qualifier(self) -> str:
@@ -139,8 +131,7 @@ class Table:
         of one kind first), then whose labels sit nearest their runs' centres; only the runs alike are spread. A row
         no split fits (names that continue the column names below, "Percentage" over "Change 2016"), that repeats a
         label or has more than ``GROUPS`` labels is left as it is."""
-        # A label repeated in the columns beside it is one label over them (extraction found it spanning them).
-        named = [i for i in range(1, len(row)) if row[i] and (i == 1 or row[i] != row[i - 1])]
+        named = [i for i in range(1, len(row)) if row[i]]
         if not 2 <= len(named) <= GROUPS or len({row[i] for i in named}) < len(named) or not below:
             return row  # a label repeated ("Total Stores" thrice) begins the column names below: no groups
         leaves = [_pattern(" ".join(r[i] for r in below if i < len(r) and r[i])) for i in range(self._width)]

@@ -18,7 +18,7 @@ from citesum.tasks.summarize.evidence import CitedSentence, Draft
 from citesum.tasks.summarize.synthesizers.base import SynthesisRequest
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.validate import validate
-from citesum.tasks.tables import finding_supported, row_cells, row_findings, without_separators
+from citesum.tasks.tables import finding_supported, row_cells, row_findings
 from citesum.tasks.text import sentences
 from tests.summary_fixtures import evidence
 
@@ -318,23 +318,6 @@ def test_a_table_over_a_page_break_keeps_its_header_and_cites_both_pages(tmp_pat
     assert found == [f"Line item {n} of the statement | {1000 + n:,} | ({900 + n:,})" for n in range(52)]
 
 
-def test_a_header_cell_repeated_over_the_columns_it_spans_is_embedded_once():
-    # Extraction repeats a spanning cell in each of its columns (the table model reads it as spanning them); the
-    # embedding model needs it once, and the word pieces of its copies would crowd rows out of the chunk.
-    table = (
-        "Consolidated Statements of Income | Corning | Corning | Corning\n"
-        "| Year ended December 31, | Year ended December 31, | Year ended December 31,\n"
-        "(In millions) | 2021 | 2020 | 2019\n"
-        "Interest income | 11 | 15 | 15\n"
-    )
-    assert without_separators(table).splitlines() == [
-        "Consolidated Statements of Income Corning",
-        "Year ended December 31,",
-        "(In millions) 2021 2020 2019",
-        "Interest income 11 15 15",  # equal figures are each a column's own
-    ]
-
-
 def test_a_ruled_grid_over_a_page_break_keeps_its_header_row_and_cites_both_pages(tmp_path, embedder):
     rows = [(f"Service item {n}", "per month", f"{1000 + n:,}.00", f"Level {n} support") for n in range(60)]
     doc = pymupdf.open()
@@ -414,7 +397,7 @@ def test_3m_cash_flow_statement():
 @needs_financebench
 def test_amazon_balance_sheet():
     (balance_sheet,) = page_tables("AMAZON_2017_10K.pdf", 40)
-    assert balance_sheet[:2] == ["| December 31, | December 31,", "| 2016 | 2017"]  # one label over both years
+    assert balance_sheet[:2] == ["| December 31, |", "| 2016 | 2017"]
     assert "Total assets | $83,402 | $131,310" in balance_sheet
     assert "Long-term debt | 7,694 | 24,743" in balance_sheet
 
@@ -433,9 +416,8 @@ def test_a_currency_sign_past_the_last_column_makes_no_cell_of_its_own():
 @needs_mmlongbench
 def test_a_currency_sign_keeps_its_figure_set_past_the_columns():
     # BESTBUY_2023_10K p.53: the 2021 amortization "$ 80" stands further right than the column it is in.
-    # The amortization table stands right under the intangibles' table: a table of its own, under its own header.
-    (amortization,) = [t for t in page_tables("BESTBUY_2023_10K.pdf", 53, MMLONGBENCH) if "SG&A" in t[-1]]
-    assert amortization == [
+    (intangibles,) = [t for t in page_tables("BESTBUY_2023_10K.pdf", 53, MMLONGBENCH) if "Tradenames" in t[4]]
+    assert intangibles[-2:] == [
         "| Statement of Earnings Location |  | 2023 | 2022 | 2021",
         "Amortization expense SG&A |  |  | $86 | $82 | $80",
     ]
@@ -475,7 +457,7 @@ def test_a_heading_above_a_table_is_not_taken_into_its_header():
         blocks = text_blocks(doc[16])
     domestic = next(b.text.splitlines() for b in blocks if b.table)
     assert domestic[:3] == [
-        "| Three Months Ended | Three Months Ended |  | Six Months Ended | Six Months Ended |",
+        "| Three Months Ended |  |  | Six Months Ended |  |",
         "| July 29, 2023 | July 30, 2022 |  | July 29, 2023 | July 30, 2022 |",
         "Revenue | $8,890 | $9,569 |  | $17,691 | $19,463 |",
     ]
@@ -548,7 +530,7 @@ def test_a_row_finding_is_checked_against_its_row():
 
 
 CASH_FLOWS = (
-    "| Year Ended December 31, | Year Ended December 31, | Year Ended December 31,\n"  # one cell over the three years
+    "| | Year Ended December 31, |\n"  # one cell over the three years, set in the middle column
     "| 2015 | 2016 | 2017\n"
     "Accounts payable | 4,294 | 5,030 | 7,175\n"
     "\n"
@@ -706,21 +688,6 @@ def test_figures_set_a_column_apart_from_their_years_name_take_its_name():
     assert beside[("Change", "1.0", "2.0", "3.0", "4.0", "5.0")] == "Change: 2018 1.0; 2.0; 2017 3.0; 4.0; 2016 5.0"
 
 
-ONE_COLUMN = (
-    "|  |  | Comparable constant\n"  # a label over the last column only: its name, not a qualifier of all three
-    "(Millions) | 2023 | 2022 | currency %\n"
-    "EBITDA | 2,117 | 2,018 | 1"
-)
-
-
-def test_a_label_over_one_column_names_that_column_only():
-    assert list(row_findings(ONE_COLUMN).values()) == [
-        "EBITDA: 2023 2,117; 2022 2,018; Comparable constant currency % 1"
-    ]
-    spanning = ONE_COLUMN.replace("|  |  | Comparable constant", "| Year Ended | Year Ended | Year Ended")
-    assert list(row_findings(spanning).values()) == ["EBITDA (Year Ended): 2023 2,117; 2022 2,018; currency % 1"]
-
-
 def draw_at(page: pymupdf.Page, y: float, cells: list[tuple[float, str]], right: list[tuple[float, str]] = ()) -> None:
     """Text starting at each x of ``cells``, and figures right-aligned at each x of ``right``, on one line."""
     for x, text in cells:
@@ -729,52 +696,8 @@ def draw_at(page: pymupdf.Page, y: float, cells: list[tuple[float, str]], right:
         right_aligned(page, x, y, text)
 
 
-def test_two_tables_one_under_the_other_each_name_their_own_columns():
-    # AMCOR_2023Q4_EARNINGS p.1, as drawn there: names set left of right-aligned figures ("2022 $ million"), a
-    # period centred over two columns, and a second table right under the first with four columns of its own.
-    def draw(page):
-        draw_at(page, 100, [(410, "Twelve Months Ended June 30,")])
-        draw_at(page, 112, [(39, "GAAP results"), (404, "2022 $ million"), (490, "2023 $ million")])
-        draw_at(page, 126, [(39, "Net sales")], [(471, "14,544"), (557, "14,694")])
-        draw_at(page, 138, [(39, "Net income")], [(471, "805"), (557, "1,048")])
-        draw_at(page, 158, [(237, "Twelve Months Ended June 30,"), (493, "Comparable")])
-        draw_at(page, 167, [(501, "constant")])
-        draw_at(page, 176, [(39, "Adjusted results"), (231, "2022 $ million"), (317, "2023 $ million")])
-        draw_at(page, 176, [(405, "Reported %"), (492, "currency %")])
-        draw_at(page, 190, [(39, "Net sales")], [(299, "14,544"), (385, "14,694"), (471, "1"), (557, "2")])
-        draw_at(page, 204, [(39, "EBITDA")], [(299, "2,117"), (385, "2,018"), (471, "(5)"), (557, "1")])
-
-    first, second = (b.text for b in tables(one_page(draw)))
-    assert list(row_findings(first).values()) == [  # the period over both its columns: every value's
-        "Net sales (Twelve Months Ended June 30): 2022 $ million 14,544; 2023 $ million 14,694",
-        "Net income (Twelve Months Ended June 30): 2022 $ million 805; 2023 $ million 1,048",
-    ]
-    assert (
-        "EBITDA: Twelve Months Ended June 30, 2022 $ million 2,117; Twelve Months Ended June 30, 2023 $ million"
-        " 2,018; Reported % (5); Comparable constant currency % 1" in row_findings(second).values()
-    )
-
-
-@needs_financebench
-def test_header_names_stand_over_their_own_columns_on_real_pages():
-    assert (
-        "EBITDA: Twelve Months Ended June 30, 2022 $ million 2,117; Twelve Months Ended June 30, 2023 $ million"
-        " 2,018; Reported ∆% (5); Comparable constant currency ∆% 1"
-        in page_findings("AMCOR_2023Q4_EARNINGS.pdf", 1, "EBITDA")
-    )
-    assert (
-        "Europe: GAAP Reported % Change 5; Revenue Percentage Point Impact Foreign Exchange Translation 5; Revenue"
-        " Percentage Point Impact Acquisitions and Divestitures 4; Organic % Change 14; Volume(a) % Change"
-        " Convenient Foods (5); Volume(a) % Change Beverages (11)"
-        in page_findings("PEPSICO_2023Q1_EARNINGS.pdf", 2, "Convenient")
-    )
-    assert "Total debt: December 31, 2018 $14,622; December 31, 2017 $13,949; 2018 versus 2017 $673" in page_findings(
-        "3M_2018_10K.pdf", 44, "Total debt"
-    )
-
-
 def test_a_label_broken_over_two_lines_at_a_tables_end_is_in_the_table_only():
-    # CORNING_2021_10K p.28: the last row's label ends on the line of its figures ("net $ 354 $ 273"); the table's
+    # CORNING_2021_10K p.28: the last row's label ends on the line of its figures ("net $ (38) $ (29)"); the table's
     # bounds ended at the label's first line, and that line stood as text after the table too
     def draw(page):
         y = draw_table(page, INCOME[:3], top=100)
@@ -788,7 +711,6 @@ def test_a_label_broken_over_two_lines_at_a_tables_end_is_in_the_table_only():
 
 
 @needs_financebench
-def test_a_broken_label_ending_each_of_two_tables_on_a_real_page_is_in_its_table_only():
+def test_a_broken_label_ending_a_table_on_a_real_page_is_in_its_table_only():
     blocks = text_blocks(pymupdf.open(FINANCEBENCH / "CORNING_2021_10K.pdf")[27])
-    assert [b.table for b in blocks if "$ 354" in b.text or "$354" in b.text] == [True]
     assert [b.table for b in blocks if "$ (286)" in b.text or "$(286)" in b.text] == [True]

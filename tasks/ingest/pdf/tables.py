@@ -33,7 +33,6 @@ CELL_GAP = 0.6  # a gap wider than this share of the line height separates cells
 ROW_GAP = 2.5  # a vertical gap over this many line heights ends a table
 HEADER_CELL_WORDS = 5  # a header cell is a few words, a prose line is more
 LABEL_WORDS = 15
-TITLE_INDENT = 3  # a header cell starting within this of the labels' left edge is a title over the table
 _CURRENCY = frozenset("$€£")
 
 
@@ -150,7 +149,7 @@ def find_tables(page: pymupdf.Page, textpage: pymupdf.TextPage) -> list[FoundTab
     # Unsorted: PyMuPDF's sort costs two thirds of the time here, and ``_rows`` orders the words anyway.
     words = [w[:5] for w in page.get_text("words", textpage=textpage) if w[4].strip()]
     rows = list(_rows(words))
-    return [table for group in _anchor_groups(rows) for table in _group_tables(rows, group)]
+    return [table for group in _anchor_groups(rows) for table in _tables(rows, group)]
 
 
 def _rows(words: list[tuple]) -> Iterator[_Row]:
@@ -167,18 +166,17 @@ def _rows(words: list[tuple]) -> Iterator[_Row]:
 
 @lru_cache(maxsize=1024)  # a row's cells are asked for by each step below
 def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ...]:
-    """The row's words between ``left`` and ``right`` in cells: split at wide gaps and before a "$" with a figure
-    after it (it belongs to that figure, "9,889 $ 8,348"; a header's "2022 $ million" is one cell), a lone "$"
-    joined to its figure, even one past ``right`` (the last column's figure set further right than the column's
-    others: BESTBUY_2023_10K p.53)."""
+    """The row's words between ``left`` and ``right`` in cells: split at wide gaps and before a "$" (it belongs to
+    the figure after it, "9,889 $ 8,348"), a lone "$" joined to its figure, even one past ``right`` (the last
+    column's figure set further right than the column's others: BESTBUY_2023_10K p.53)."""
     gap = CELL_GAP * row.height
     cells: list[list[tuple]] = []
     inside = [i for i, w in enumerate(row.words) if w[0] >= left and w[2] <= right]
-    if inside and _signs_figure(row.words, inside[-1]):  # a sign at the columns' right edge: its figure is past it
-        inside.append(inside[-1] + 1)
-    for i in inside:
-        word = row.words[i]
-        if cells and word[0] - cells[-1][-1][2] <= gap and not _signs_figure(row.words, i):
+    if inside and row.words[inside[-1]][4] in _CURRENCY and inside[-1] + 1 < len(row.words):
+        if is_value(row.words[inside[-1] + 1][4]):  # a sign at the columns' right edge: its figure is past it
+            inside.append(inside[-1] + 1)
+    for word in (row.words[i] for i in inside):
+        if cells and word[0] - cells[-1][-1][2] <= gap and word[4] not in _CURRENCY:
             cells[-1].append(word)
         else:
             cells.append([word])
@@ -198,11 +196,6 @@ def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ..
     return tuple(merged)
 
 
-def _signs_figure(words: tuple[tuple, ...], index: int) -> bool:
-    """Whether the word is a currency sign with a figure after it."""
-    return words[index][4] in _CURRENCY and index + 1 < len(words) and is_value(words[index + 1][4])
-
-
 def _figures(cells: tuple[_Cell, ...]) -> list[_Cell]:
     return [c for c in cells if is_value(c.text) and not is_year(c.text)]
 
@@ -219,38 +212,6 @@ def _anchor_groups(rows: list[_Row]) -> Iterator[list[int]]:
         group.append(index)
     if group:
         yield group
-
-
-def _group_tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
-    """The group's tables; a group cut in parts (``_parts``) gives a table per part, each with its own columns (the
-    group's for a part of one row of figures, too few to find them) and its own header, even over one row."""
-    columns = _columns(rows, group)
-    if columns is None:
-        return
-    parts = list(_parts(rows, group, columns))
-    if len(parts) == 1:
-        yield from _tables(rows, group, columns, MIN_ROWS)
-        return
-    for part in parts:
-        yield from _tables(rows, part, _columns(rows, part) or columns, 1)
-
-
-def _parts(rows: list[_Row], group: list[int], columns: _Columns) -> Iterator[list[int]]:
-    """The group cut above each row between two of its rows of figures that names columns (words over them, no
-    figure): a second table set right under the first (AMCOR_2023Q4_EARNINGS p.1, PEPSICO_2023Q1_EARNINGS p.2).
-    Left whole, the second's header rows were data rows under the first's header, its values named by it."""
-    part = group[:1]
-    for before, after in zip(group, group[1:], strict=False):
-        if any(_names_columns(columns, rows[i]) for i in range(before + 1, after)):
-            yield part
-            part = []
-        part.append(after)
-    yield part
-
-
-def _names_columns(columns: _Columns, row: _Row) -> bool:
-    cells = columns.assign(_cells(row, columns.left, columns.right))
-    return cells is not None and any(cells[1:]) and is_header_row(cells)
 
 
 def _close(rows: list[_Row], first: int, last: int) -> bool:
@@ -281,74 +242,10 @@ class _Columns:
             values[index] = f"{values[index]} {cell.text}".strip()
         return [" ".join(label), *values]
 
-    def names(self, cells: tuple[_Cell, ...], below: list[tuple[float, float, float | None]]) -> list[str] | None:
-        """A header row as [label, name per column], or None for prose. ``below`` holds each column's extent (its
-        figures and the names below them) and the centre of its nearest name below (None before one), for
-        ``_over``; a cell in one column widens its extent and sets its centre, for the rows above. Figures are
-        right-aligned, names centred or further left: placed by the nearest figures, "2022" went a column left of
-        its own (AMCOR_2023Q4_EARNINGS p.1)."""
-        label: list[str] = []
-        names = [""] * len(below)
-        for cell in cells:
-            if cell.x1 <= self.left or cell.x0 > self.right:
-                continue  # beside the table
-            if cell.x1 <= self.spans[0][0] + 1 and not is_value(cell.text):
-                label.append(cell.text)
-                continue
-            if len(cell.text.split()) > HEADER_CELL_WORDS or cell.x0 < self.left + TITLE_INDENT:
-                return None  # prose, or a title from the labels' edge over the columns ("Summary First-Quarter ...")
-            over = _over(cell, below)
-            if len(over) == 1:
-                low, high, _ = below[over[0]]
-                below[over[0]] = (min(low, cell.x0), max(high, cell.x1), (cell.x0 + cell.x1) / 2)
-            for index in over:
-                names[index] = f"{names[index]} {cell.text}".strip()
-        return [" ".join(label), *names]
-
     def _fit(self, cell: _Cell, index: int) -> float:
         low, high = self.spans[index]
-        overlap = _overlap(cell, low, high)
+        overlap = min(cell.x1, high) - max(cell.x0, low)
         return overlap if overlap > 0 else -abs((cell.x0 + cell.x1) / 2 - (low + high) / 2)
-
-
-def _over(cell: _Cell, below: list[tuple[float, float, float | None]]) -> list[int]:
-    """The columns a header cell names: every column it stands over, "December 31," over "2018" and "2017"
-    (3M_2018_10K p.44), else one. A cell spans two columns or more when it covers half or more of each one's extent,
-    or when it is centred over a run of columns' names below (within a quarter of their spacing) and is as wide as
-    the run less one spacing ("Year Ended December 31," over three years, centred on the middle one's name); the
-    widest such run. Else its column is the one whose share of the row (split midway between extents) it overlaps
-    most."""
-    if not is_value(cell.text):
-        wide = [i for i, (low, high, _) in enumerate(below) if _overlap(cell, low, high) >= (high - low) / 2]
-        if len(wide) > 1:
-            return wide
-        centred = [run for run in _runs([c for *_, c in below]) if _centred(cell, run)]
-        if centred:
-            return list(range(*max(centred, key=lambda run: run[1] - run[0])[:2]))
-    bounds = [(a[1] + b[0]) / 2 for a, b in zip(below, below[1:], strict=False)]
-    shares = list(zip([-1e9, *bounds], [*bounds, 1e9], strict=True))
-    return [max(range(len(shares)), key=lambda i: _overlap(cell, *shares[i]))]
-
-
-def _runs(centres: list[float | None]) -> Iterator[tuple[int, int, float, float]]:
-    """Runs of two columns or more whose names' centres are known: (first, last + 1, first centre, last centre)."""
-    for i, left in enumerate(centres):
-        for j in range(i + 1, len(centres)):
-            right = centres[j]
-            if left is None or right is None:
-                break
-            yield i, j + 1, left, right
-
-
-def _centred(cell: _Cell, run: tuple[int, int, float, float]) -> bool:
-    first, end, left, right = run
-    spacing = (right - left) / (end - 1 - first)
-    centre = (cell.x0 + cell.x1) / 2
-    return abs(centre - (left + right) / 2) <= spacing / 4 and cell.x1 - cell.x0 >= right - left - spacing
-
-
-def _overlap(cell: _Cell, low: float, high: float) -> float:
-    return min(cell.x1, high) - max(cell.x0, low)
 
 
 def _columns(rows: list[_Row], group: list[int]) -> _Columns | None:
@@ -376,9 +273,11 @@ def _label_start(cells: tuple[_Cell, ...], first_column: float) -> float | None:
     return before[-1].x0 if before else None
 
 
-def _tables(rows: list[_Row], group: list[int], columns: _Columns, least: int) -> Iterator[FoundTable]:
-    """The group's tables: its rows from the first to the last with figures, cut where prose crosses the columns;
-    a table has ``least`` rows of two figures or more."""
+def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
+    """The group's tables: its rows from the first to the last with figures, cut where prose crosses the columns."""
+    columns = _columns(rows, group)
+    if columns is None:
+        return
     body: list[tuple[int, list[str]]] = []
     ends: list[int] = []  # each body row's last line: a label broken over two lines ends on the second
     for index in [*range(group[0], group[-1] + 1), None]:
@@ -394,7 +293,7 @@ def _tables(rows: list[_Row], group: list[int], columns: _Columns, least: int) -
         while body and len(_figures_in(body[-1][1])) < 2:  # a table ends on a row of figures
             body.pop()
             ends.pop()
-        if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= least:
+        if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= MIN_ROWS:
             yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns, ends[-1])
         body, ends = [], []
 
@@ -416,7 +315,7 @@ def _figures_in(cells: list[str]) -> list[str]:
 
 def _found(rows: list[_Row], table: list[tuple[int, list[str]]], columns: _Columns, last: int) -> FoundTable:
     """The table from its rows' lines, ``last`` its last line: the bounds take every line from the first, a label's
-    second line too ("net $ 354 $ 273", CORNING_2021_10K p.28), which else stood as text beside the table too."""
+    second line too ("net $ (38) $ (29)", CORNING_2021_10K p.28), which else stood as text beside the table too."""
     header = 0
     for position, (_, cells) in enumerate(table):
         if not is_header_row(cells):
@@ -432,11 +331,10 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
     """The header rows above the first row of figures: short cells over the columns without figures ("2018",
     "December 31,"), and the label rows between them and the figures ("Cash Flows from Operating Activities")."""
     above: list[tuple[int, list[str]]] = []
-    below: list[tuple[float, float, float | None]] = [(low, high, None) for low, high in columns.spans]
     for index in range(first - 1, max(first - 1 - MAX_HEADER_ROWS, -1), -1):
         if not _close(rows, index, index + 1):
             break
-        cells = columns.names(_cells(rows[index]), below)  # names wider than the figures may pass their edges
+        cells = columns.assign(_cells(rows[index], columns.left, columns.right))
         if cells is None or not any(cells) or not is_header_row(cells) or _is_title(cells):
             break
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):
@@ -558,8 +456,7 @@ def _snapped(values: Iterable[float]) -> list[float]:
 def _grid_row(
     words: list[tuple], columns: list[tuple[float, float, float]], xs: list[float], low: float, high: float
 ) -> list[str]:
-    """One row's cells: the words between two horizontal lines, in the columns whose left line crosses the row; a
-    cell of words spanning value columns is in each of them, as ``_Columns.names`` sets a spanning header cell."""
+    """One row's cells: the words between two horizontal lines, in the columns whose left line crosses the row."""
     middle = (low + high) / 2
     edges = [i for i, x in enumerate(xs[:-1]) if any(abs(v[0] - x) <= SNAP and v[1] <= middle <= v[2] for v in columns)]
     cells: list[list[tuple]] = [[] for _ in xs[:-1]]
@@ -567,8 +464,4 @@ def _grid_row(
         cx, cy = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
         if low < cy < high and xs[0] < cx < xs[-1]:
             cells[max((i for i in edges if xs[i] < cx), default=0)].append(word)
-    texts = [" ".join(w[4] for line in _rows(cell) for w in line.words) for cell in cells]  # lines top to bottom
-    for start, end in zip(edges, [*edges[1:], len(texts)], strict=True):
-        if start and texts[start] and not is_value(texts[start]):
-            texts[start:end] = [texts[start]] * (end - start)
-    return texts
+    return [" ".join(w[4] for line in _rows(cell) for w in line.words) for cell in cells]  # lines top to bottom

@@ -7,7 +7,8 @@ parts; when the instruction asks for a quantity (``asks_for_quantity``: "how man
 "in millions", "round ..."), holding a figure (a number other than a year) is a fourth equal
 part. Sentences far less relevant than the best are left out. A piece under ``MIN_WORDS``
 is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
-"Little Rock AR01 2." for "the market name for code AR01"). The summary first takes the
+"Little Rock AR01 2." for "the market name for code AR01") and is no running title in capitals ("THE BOEING
+COMPANY"). The summary first takes the
 evidence's best match to the instruction, judged sentence by sentence (the same parts less
 its chunk's score: an answer in a chunk the reranker ranked low is still quoted; for a question
 asking two things, ``question_parts``, the best match to each), then the

@@ -117,8 +117,10 @@ def retrieved_parts(
         queries, unmapped(store), unmapped(embedder), scopes, settings.summarize.candidates, owns, shorts
     )
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
-    vocabulary = read_vocabulary(store) if any(questions) else None  # only a question has a premise to check
-    unmentioned = check_premise.map(queries, evidence, unmapped(vocabulary))
+    # Only a question has a premise to check: a topic's words are a heading's.
+    unmentioned = (
+        check_premise.map(queries, evidence, unmapped(read_vocabulary(store))) if any(questions) else [()] * len(plan)
+    )
     write = for_synthesizer(write_part, synthesizer)
     sections = write.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions, unmentioned)
     return [

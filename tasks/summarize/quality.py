@@ -194,7 +194,7 @@ def run_question(
 ) -> QualityResult:
     """The pipeline's query summary and the two baselines over the same selected evidence. ``vocabulary``: the
     store's (``read_vocabulary``), read once for many questions; read here when not given."""
-    vocabulary = vocabulary or read_vocabulary(store)
+    vocabulary = vocabulary if vocabulary is not None else read_vocabulary(store)
     scope = question.documents or None  # unanswerable questions name no document: the whole store
     with disable_run_logger():  # the tasks' own logic, outside a flow run
         started = time.perf_counter()

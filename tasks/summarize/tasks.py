@@ -217,11 +217,8 @@ def select_evidence(
 
 
 @task(name="check premise", task_run_name="check premise {query}", cache_policy=NO_CACHE)
-def check_premise(query: str, evidence: list[Evidence], vocabulary: Vocabulary | None) -> list[str]:
-    """What the question names that no document of its evidence mentions (``premise``); [] without a vocabulary
-    (a topic, whose words are a heading's)."""
-    if vocabulary is None:
-        return []
+def check_premise(query: str, evidence: list[Evidence], vocabulary: Vocabulary) -> list[str]:
+    """What the question names that no document of its evidence mentions (``premise``)."""
     documents = sorted({e.candidate.chunk.document_id for e in evidence})
     missing = unmentioned(query, documents, vocabulary)
     get_run_logger().info(f"not in its {len(documents)} documents: {', '.join(missing)}" if missing else "all named")

@@ -31,7 +31,6 @@ from citesum.tasks.summarize.tasks import (
     fallback_synthesizer,
     find_topics,
     for_synthesizer,
-    read_vocabulary,
     resolve_documents,
     retrieve_candidates,
     section_evidence,
@@ -118,9 +117,7 @@ def retrieved_parts(
     )
     evidence = select_evidence.map(queries, candidates, unmapped(reranker), settings.summarize.evidence, owns)
     # Only a question has a premise to check: a topic's words are a heading's.
-    unmentioned = (
-        check_premise.map(queries, evidence, unmapped(read_vocabulary(store))) if any(questions) else [()] * len(plan)
-    )
+    unmentioned = check_premise.map(queries, evidence, unmapped(store)) if any(questions) else [()] * len(plan)
     write = for_synthesizer(write_part, synthesizer)
     sections = write.map(titles, queries, evidence, unmapped(synthesizer), unmapped(fallback), questions, unmentioned)
     return [

@@ -378,3 +378,12 @@ def test_other_failures_are_left_alone(stored, method, failure):
     with pytest.raises(type(failure)) as caught:
         CALLS[method](store, stored, connect)
     assert caught.value is failure
+
+
+def test_holds_word_finds_a_whole_word_as_written_in_a_heading_or_text(store, embedder):
+    put(store, embedder, chunks_of("a.pdf", "v1", ["Email us at the desk; the Platform's e-mail is listed."]))
+    put(store, embedder, [replace(c, heading="Search platform") for c in chunks_of("b.pdf", "v1", ["Nothing here."])])
+    assert store.holds_word("us") and store.holds_word("Email") and store.holds_word("mail")
+    assert store.holds_word("platform")  # in b.pdf's heading
+    assert not store.holds_word("email")  # case counts: a capitalised word at a sentence's start is no proof
+    assert not store.holds_word("Emai") and not store.holds_word("desks")  # whole words only

@@ -8,6 +8,7 @@ for ingestion. Every public method translates its failures at this boundary (``s
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -191,6 +192,17 @@ class LanceStore:
     def search_text(self, text: str, k: int = 10, where: str | None = None) -> list[dict]:
         query = self._require_chunks().search(text, query_type="fts").limit(k)
         return schema.rows((query.where(where) if where else query).to_arrow())
+
+    @boundary("word scan")
+    def holds_word(self, word: str) -> bool:
+        """Whether a chunk's heading or text holds ``word`` as a whole word (a run of letters and digits, as
+        ``text.words`` splits them), exactly as written, case included: a filtered scan, since the full-text index
+        folds case."""
+        if self._chunks is None:
+            return False
+        pattern = sql_string(rf"(^|[^\p{{L}}\p{{N}}]){re.escape(word)}([^\p{{L}}\p{{N}}]|$)")
+        where = f"regexp_like(text, {pattern}) OR regexp_like(heading, {pattern})"
+        return bool(self._chunks.search().where(where).select(["chunk_id"]).limit(1).to_list())
 
     def _require_chunks(self):
         if self._chunks is None:

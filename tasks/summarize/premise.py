@@ -15,7 +15,9 @@ format's example, "like ['2006', '2007']"), and none in a question written in ca
 - a name: a capitalised word ("Biden", "LLaVa") that the store never writes in lower case. Checked against
   the whole store, not a dictionary: "Email", "Platform" or "Highest" in a question are words a corpus writes in
   lower case somewhere, "Oxford" and "Biden" are names. A name the store once writes in lower case is taken for
-  a word (MMLongBench-Doc's "Chinese", from a reference's "a medical benchmark in chinese").
+  a word (MMLongBench-Doc's "Chinese", from a reference's "a medical benchmark in chinese"). The store is asked
+  (``is_word``) only about the capitalised words the evidence's documents do not mention, so a check reads those
+  documents' words and makes a scan or two, whatever the size of the store.
 
 A document mentions a term when one of its words (or two adjacent ones joined: "Table 1-1" for "Table1")
 equals it, case aside, or is one edit from it for a term of five letters or more: "Neflix", "Netfilx",
@@ -31,8 +33,7 @@ telling those apart needs a reading model.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import DamerauLevenshtein
@@ -44,23 +45,32 @@ _YEAR = re.compile(r"(?:FY|CY|Q[1-4])?((?:19|20)\d\d)(?:Q[1-4])?", re.IGNORECASE
 _QUOTED = re.compile(r"[\"“‘'][^\"“”‘’']{1,60}[\"”’']")
 
 
-def named_terms(question: str, written_lower: frozenset[str] = frozenset()) -> list[str]:
-    """The years, codes and names the question names (see the module), once each, as written.
-    ``written_lower``: the words the store writes in lower case; a capitalised one of them is no name."""
+def _never(word: str) -> bool:
+    return False
+
+
+def named_terms(question: str, is_word: Callable[[str], bool] = _never) -> list[str]:
+    """The years, codes and names the question names (see the module), once each, as written. ``is_word``: whether
+    the store writes a word (given in lower case) in lower case; a capitalised one it does is no name."""
+    return [term for term, name in _named(question) if not (name and is_word(term.lower()))]
+
+
+def _named(question: str) -> list[tuple[str, bool]]:
+    """The terms the question names, each with whether it is a name (to be checked against the store)."""
     text = _QUOTED.sub(" ", question)
     letters = [c for c in text if c.isalpha()]
     if sum(c.isupper() for c in letters) > len(letters) / 2:
         return []  # "WHAT IS ITC LIMITED LOGO COLOR?": capitals say nothing of names
-    found: list[str] = []
+    found: dict[str, bool] = {}
     for sentence in sentences(text) or [text]:
         for word in words(sentence)[1:]:
             if (year := _YEAR.fullmatch(word)) is not None:
-                found.append(year.group(1))
+                found.setdefault(year.group(1), False)
             elif sum(c.isdigit() for c in word) >= 2 and sum(c.isalpha() for c in word) >= 2:
-                found.append(word)
-            elif _is_name(word) and word.lower() not in written_lower:
-                found.append(word)
-    return list(dict.fromkeys(found))
+                found.setdefault(word, False)
+            elif _is_name(word):
+                found.setdefault(word, True)
+    return list(found.items())
 
 
 def _is_name(word: str) -> bool:
@@ -69,32 +79,24 @@ def _is_name(word: str) -> bool:
     return word[0].isupper() and any(c.islower() for c in word[1:]) and word.isalpha()
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """The words of each stored document (lower case, adjacent pairs joined too) and the words the store writes in
-    lower case: what ``unmentioned`` checks a question against."""
-
-    documents: dict[str, frozenset[str]]
-    written_lower: frozenset[str]
-
-    @classmethod
-    def of(cls, rows: Iterable[dict]) -> Vocabulary:
-        """From chunk rows (``document_id``, ``heading``, ``text``)."""
-        by_document: dict[str, set[str]] = {}
-        lower: set[str] = set()
-        for row in rows:
-            found = words(f"{row['heading']} {row['text']}")
-            lower.update(w for w in found if w.islower())
-            folded = [w.lower() for w in found]
-            pairs = map("".join, zip(folded, folded[1:], strict=False))
-            by_document.setdefault(row["document_id"], set()).update(folded, pairs)
-        return cls({d: frozenset(v) for d, v in by_document.items()}, frozenset(lower))
+def document_words(rows: Iterable[dict]) -> frozenset[str]:
+    """The words of chunk rows (``heading``, ``text``): lower case, adjacent pairs joined too ("table1" for "Table
+    1-1"); what ``unmentioned`` checks a question against."""
+    held: set[str] = set()
+    for row in rows:
+        folded = [w.lower() for w in words(f"{row['heading']} {row['text']}")]
+        held.update(folded, map("".join, zip(folded, folded[1:], strict=False)))
+    return frozenset(held)
 
 
-def unmentioned(question: str, document_ids: Sequence[str], vocabulary: Vocabulary) -> list[str]:
-    """The terms the question names that none of ``document_ids`` mentions (see the module), or []."""
-    held = frozenset().union(*(vocabulary.documents.get(d, frozenset()) for d in document_ids))
-    return [t for t in named_terms(question, vocabulary.written_lower) if not _mentioned(t.lower(), held)]
+def unmentioned(question: str, held: frozenset[str], is_word: Callable[[str], bool] = _never) -> list[str]:
+    """The terms the question names (``named_terms``) that ``held``, its documents' words (``document_words``), does
+    not mention, or []. ``is_word`` is asked only about the capitalised words not mentioned."""
+    return [
+        term
+        for term, name in _named(question)
+        if not _mentioned(term.lower(), held) and not (name and is_word(term.lower()))
+    ]
 
 
 def _mentioned(term: str, held: frozenset[str]) -> bool:

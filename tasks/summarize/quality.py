@@ -45,13 +45,11 @@ from citesum.tasks.store.lance import LanceStore
 from citesum.tasks.summarize.answers import answer_found, figure
 from citesum.tasks.summarize.evaluate import Question, cell, first_correct, percentile, provenance
 from citesum.tasks.summarize.evidence import Citation, Evidence
-from citesum.tasks.summarize.premise import Vocabulary
 from citesum.tasks.summarize.rerank import Reranker
 from citesum.tasks.summarize.synthesizers.base import Synthesizer
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.tasks import (
     check_premise,
-    read_vocabulary,
     retrieve_candidates,
     select_evidence,
     write_part,
@@ -190,18 +188,15 @@ def run_question(
     reranker: Reranker,
     synthesizer: Synthesizer,
     settings: Settings,
-    vocabulary: Vocabulary | None = None,
 ) -> QualityResult:
-    """The pipeline's query summary and the two baselines over the same selected evidence. ``vocabulary``: the
-    store's (``read_vocabulary``), read once for many questions; read here when not given."""
-    vocabulary = vocabulary if vocabulary is not None else read_vocabulary(store)
+    """The pipeline's query summary and the two baselines over the same selected evidence."""
     scope = question.documents or None  # unanswerable questions name no document: the whole store
     with disable_run_logger():  # the tasks' own logic, outside a flow run
         started = time.perf_counter()
         candidates = retrieve_candidates.fn(question.question, store, embedder, scope, settings.summarize.candidates)
         evidence = select_evidence.fn(question.question, candidates, reranker, settings.summarize.evidence)
         selected = time.perf_counter()
-        missing = check_premise.fn(question.question, evidence, vocabulary)
+        missing = check_premise.fn(question.question, evidence, store)
         section = write_part.fn(
             "Summary", question.question, evidence, synthesizer, is_question=True, unmentioned=missing
         )
@@ -350,10 +345,9 @@ def evaluate_summaries(
     ``synthesizer`` is citesum's, the extractive one by default: what the baselines are measured against.
     """
     synthesizer = synthesizer or ExtractiveSynthesizer(embedder)
-    vocabulary = read_vocabulary(store)
     results = []
     for question in questions:
-        results.append(run_question(question, store, embedder, reranker, synthesizer, settings, vocabulary))
+        results.append(run_question(question, store, embedder, reranker, synthesizer, settings))
         if on_result is not None:
             on_result(results[-1])
     made_by = provenance(embedder, reranker, settings) | {"synthesizer": synthesizer.name}

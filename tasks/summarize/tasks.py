@@ -28,7 +28,7 @@ from citesum.tasks.summarize import mapreduce
 from citesum.tasks.summarize.choices import check_synthesizer
 from citesum.tasks.summarize.compose import Section, write_section
 from citesum.tasks.summarize.evidence import Candidate, Evidence
-from citesum.tasks.summarize.premise import Vocabulary, unmentioned
+from citesum.tasks.summarize.premise import document_words, unmentioned
 from citesum.tasks.summarize.rerank import Reranker
 from citesum.tasks.summarize.retrieve import candidate_of, chunk_filter, document_filter, retrieve
 from citesum.tasks.summarize.synthesizers.base import Synthesizer
@@ -90,11 +90,6 @@ def chunk_rows(store: LanceStore, document_ids: Sequence[str], *, vectors: bool 
     columns = [CHUNK_ID, *CHUNK_FIELDS, *([VECTOR] if vectors else [])]
     rows = store.chunk_rows(document_filter(document_ids), columns)
     return sorted(rows, key=lambda r: (r["document_id"], r["ordinal"]))
-
-
-def read_vocabulary(store: LanceStore) -> Vocabulary:
-    """The words of every stored document, for the premise check (``premise``): one read of the chunks' text."""
-    return Vocabulary.of(store.chunk_rows(None, ["document_id", "heading", "text"]))
 
 
 def combine(focus: str | None, topic: Topic) -> str:
@@ -217,10 +212,12 @@ def select_evidence(
 
 
 @task(name="check premise", task_run_name="check premise {query}", cache_policy=NO_CACHE)
-def check_premise(query: str, evidence: list[Evidence], vocabulary: Vocabulary) -> list[str]:
-    """What the question names that no document of its evidence mentions (``premise``)."""
+def check_premise(query: str, evidence: list[Evidence], store: LanceStore) -> list[str]:
+    """What the question names that no document of its evidence mentions (``premise``): those documents' words are
+    read, and the store asked about a capitalised word none of them holds."""
     documents = sorted({e.candidate.chunk.document_id for e in evidence})
-    missing = unmentioned(query, documents, vocabulary)
+    rows = store.chunk_rows(document_filter(documents), ["heading", "text"]) if documents else []
+    missing = unmentioned(query, document_words(rows), store.holds_word)
     get_run_logger().info(f"not in its {len(documents)} documents: {', '.join(missing)}" if missing else "all named")
     return missing
 

@@ -31,8 +31,9 @@ PREFIX = "CITESUM_"
 # numerals or letters ("I. INTRODUCTION"). 7: and an appendix's lettered sections ("A ADDITIONAL ERROR ANALYSIS",
 # "A.1 ..."). 8 to 10 placed a table's header cells by position (9b0ec25 to fde253b; reverted: on a sample of changed
 # FinanceBench tables more column names went wrong than right, README). 11: 7's tables, and a table's last label
-# broken over two lines is in the table only, its second line no longer also text after it.
-CHUNK_FORMAT = 11
+# broken over two lines is in the table only, its second line no longer also text after it. 12: a header row with one
+# name per column, each between its neighbours' figures, names the columns in order (``_Columns.assign_header``).
+CHUNK_FORMAT = 12
 
 
 def default_cache_dir() -> Path:

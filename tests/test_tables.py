@@ -126,6 +126,38 @@ def test_a_drawn_table_becomes_rows_under_its_year_header(ruled):
     assert " ".join(b.text for b in prose) == PROSE  # the prose above is untouched, and no row is in it
 
 
+def names_over_figures(page: pymupdf.Page, top: float, axis: tuple[str, ...] = ()) -> None:
+    """The sample report's table (data/sample_corpus.py, 10 pt): column names set from each column's left edge,
+    figures flush with its right edge, so a name stands nearer the figures of the column to its left; ``axis``: a
+    chart's labels above it, spread wider than the table."""
+    for x, label in zip(range(60, 540, 90), axis, strict=False):
+        page.insert_text((x, top - 24), label, fontsize=10)
+    edges = [72, 183, 273, 348, 423, 523]  # the columns' left edges, the last one's right edge
+    names = ["Pipe material", "Confirmed leaks", "Transient", "Acoustic", "Median error (m)"]
+    for left, name in zip(edges, names, strict=False):
+        page.insert_text((left + 4, top), name, fontsize=10)
+    rows = [("Polyethylene", "26", "24", "11", "41"), ("Ductile iron", "13", "12", "12", "29")]
+    for y, (label, *values) in zip((top + 16, top + 32), rows, strict=True):
+        page.insert_text((76, y), label, fontsize=10)
+        for right, value in zip(edges[2:], values, strict=True):
+            page.insert_text((right - 4 - pymupdf.get_text_length(value, fontsize=10), y), value, fontsize=10)
+
+
+def test_column_names_set_left_over_right_aligned_figures_name_their_own_columns():
+    (table,) = tables(one_page(lambda page: names_over_figures(page, 100)))
+    assert table.text.splitlines() == [
+        "Pipe material | Confirmed leaks | Transient | Acoustic | Median error (m)",
+        "Polyethylene | 26 | 24 | 11 | 41",
+        "Ductile iron | 13 | 12 | 12 | 29",
+    ]
+
+
+def test_a_charts_axis_labels_above_a_table_do_not_become_its_column_names():
+    axis = ("2016", "2017", "2018", "2019", "2020", "2021")
+    (table,) = tables(one_page(lambda page: names_over_figures(page, 100, axis)))
+    assert table.text.splitlines()[0] == "Pipe material | Confirmed leaks | Transient | Acoustic | Median error (m)"
+
+
 def test_a_table_beside_a_column_of_prose_keeps_the_prose_out():
     def draw(page):
         wrapped(page, PROSE + " " + PROSE, left=50, top=72, width=200)

@@ -231,7 +231,7 @@ class _Columns:
         label: list[str] = []
         values = [""] * len(self.spans)
         for cell in cells:
-            if cell.x1 <= self.spans[0][0] + 1 and not is_value(cell.text):  # a centred year is a header
+            if self._is_label(cell):
                 label.append(cell.text)
                 continue
             if len(cell.text.split()) > HEADER_CELL_WORDS:
@@ -241,6 +241,31 @@ class _Columns:
                 continue  # past the last column, which has its value: a column the table did not find
             values[index] = f"{values[index]} {cell.text}".strip()
         return [" ".join(label), *values]
+
+    def assign_header(self, cells: tuple[_Cell, ...]) -> list[str] | None:
+        """A header row's cells: as ``assign``, but one name per column, in order, when the row has as many names
+        right of the label as there are columns and ``assign`` put two in one column. Names set left-aligned over
+        right-aligned figures stand nearer the column to their left: the sample report's "Confirmed leaks" and
+        "Transient" had become one column's name, leaving the next without one."""
+        assigned = self.assign(cells)
+        if assigned is None:
+            return None
+        names = [c for c in cells if not self._is_label(c)]
+        if len(names) == len(self.spans) and sum(bool(v) for v in assigned[1:]) < len(names):
+            if all(self._between_neighbours(name, i) for i, name in enumerate(names)):
+                return [assigned[0], *(name.text for name in names)]
+        return assigned
+
+    def _between_neighbours(self, cell: _Cell, index: int) -> bool:
+        """The cell's middle lies past the column before ``index`` and short of the one after: a name over its
+        column, not a chart's axis labels spread wider than the table (VERIZON_2021_10K p.19)."""
+        middle = (cell.x0 + cell.x1) / 2
+        low = self.spans[index - 1][1] if index else self.left
+        high = self.spans[index + 1][0] if index + 1 < len(self.spans) else self.right
+        return low < middle < high
+
+    def _is_label(self, cell: _Cell) -> bool:
+        return cell.x1 <= self.spans[0][0] + 1 and not is_value(cell.text)  # a centred year is a header
 
     def _fit(self, cell: _Cell, index: int) -> float:
         low, high = self.spans[index]
@@ -334,7 +359,7 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
     for index in range(first - 1, max(first - 1 - MAX_HEADER_ROWS, -1), -1):
         if not _close(rows, index, index + 1):
             break
-        cells = columns.assign(_cells(rows[index], columns.left, columns.right))
+        cells = columns.assign_header(_cells(rows[index], columns.left, columns.right))
         if cells is None or not any(cells) or not is_header_row(cells) or _is_title(cells):
             break
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):

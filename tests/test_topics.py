@@ -210,3 +210,14 @@ def test_a_reference_list_is_no_topic():
         True,
         False,
     ]
+
+
+def test_no_heading_topic_joins_two_documents_sections():
+    memo = rows(["MEMORANDUM", "MEMORANDUM > Parking", "MEMORANDUM > Security"], "memo.pdf")
+    agreement = rows(["MASTER AGREEMENT"] + [f"MASTER AGREEMENT > {s}" for s in SECTIONS], "agreement.pdf")
+    topics = topics_from_headings(memo + agreement)
+
+    assert len(topics) == MAX_TOPICS
+    assert [t.title for t in topics if t.document_ids == ("memo.pdf",)] == ["Parking; Security"]
+    of_agreement = [t for t in topics if t.document_ids == ("agreement.pdf",)]
+    assert [title for t in of_agreement for title in t.title.split("; ")] == SECTIONS  # every section, in order

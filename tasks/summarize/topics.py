@@ -199,7 +199,7 @@ def topics_from_sections(sections: Mapping[SectionKey, list[Mapping]]) -> list[T
     openings = {key.document_id: key for key in reversed(grouped)}  # each document's first section
     several = len(openings) > 1
     topics = []
-    for keys in _contiguous_groups(found, MAX_TOPICS):
+    for keys in _groups_by_document(found, MAX_TOPICS):
         shown = [names[k] for k in keys if not weak_title(names[k])]
         if not shown:  # nothing to name it by: the opening pages are front matter, later ones keep their names
             opening = openings[keys[0].document_id] == keys[0]
@@ -250,6 +250,27 @@ def topic_title(sections: Sequence[str], count: int | None = None) -> str:
 def _own(members: Sequence[Mapping]) -> tuple[tuple[str, ...], bool]:
     """A topic's own chunk ids, and whether they hold too little text to stand alone."""
     return tuple(r["chunk_id"] for r in members), sum(body_words(r) for r in members) < SHORT_TOPIC_WORDS
+
+
+def _groups_by_document(items: Sequence[tuple[SectionKey, int]], limit: int) -> list[list[SectionKey]]:
+    """``_contiguous_groups`` within each document, at most ``limit`` in all: a topic of two documents' sections
+    reads as one subject when it is two (the sample memo's "MEMORANDUM" with the agreement's "1 Definitions; 2
+    Services" quoted the memo's car park among the agreement's definitions). Each document gets a share of the
+    ``limit`` by its size (chunks), one at least; with more documents than ``limit``, runs may join documents."""
+    documents: dict[str, list[tuple[SectionKey, int]]] = {}
+    for key, size in items:
+        documents.setdefault(key.document_id, []).append((key, size))
+    if len(documents) > limit:
+        return _contiguous_groups(items, limit)
+    shares = dict.fromkeys(documents, 1)
+    sizes = {doc: sum(n for _, n in its) for doc, its in documents.items()}
+    for _ in range(limit - len(documents)):  # the highest average (D'Hondt), among documents with sections to spare
+        spare = [doc for doc, its in documents.items() if shares[doc] < len(its)]
+        if not spare:
+            break
+        most = max(spare, key=lambda doc: sizes[doc] / (shares[doc] + 1))
+        shares[most] += 1
+    return [group for doc, its in documents.items() for group in _contiguous_groups(its, shares[doc])]
 
 
 def _contiguous_groups(items: Sequence[tuple[SectionKey, int]], limit: int) -> list[list[SectionKey]]:

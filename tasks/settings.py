@@ -32,8 +32,10 @@ PREFIX = "CITESUM_"
 # "A.1 ..."). 8 to 10 placed a table's header cells by position (9b0ec25 to fde253b; reverted: on a sample of changed
 # FinanceBench tables more column names went wrong than right, README). 11: 7's tables, and a table's last label
 # broken over two lines is in the table only, its second line no longer also text after it. 12: a header row with one
-# name per column, each between its neighbours' figures, names the columns in order (``_Columns.assign_header``).
-CHUNK_FORMAT = 12
+# name per column, each between its neighbours' figures, names the columns in order (``_Columns.assign_header``). 13:
+# a word that begins inside a table's last column is in it even when it ends past the column's figures (its name, a
+# percentage's sign).
+CHUNK_FORMAT = 13
 
 
 def default_cache_dir() -> Path:

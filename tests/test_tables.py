@@ -158,6 +158,29 @@ def test_a_charts_axis_labels_above_a_table_do_not_become_its_column_names():
     assert table.text.splitlines()[0] == "Pipe material | Confirmed leaks | Transient | Acoustic | Median error (m)"
 
 
+def test_a_last_column_set_wider_than_its_figures_keeps_its_name_and_percent_signs():
+    def draw(page):
+        # Each percentage a figure and a "%" set apart; the year over it flush with the "%" (BOEING_2022_10K p.41).
+        for right, year in ((420, "2022"), (500, "2021")):
+            right_aligned(page, right, 100, year)
+        rows = (("Revenues", "$199", "$272"), ("Earnings", "$29", "$106"), ("Margins", "15", "39"))
+        for y, (label, first, second) in zip((114, 128, 142), rows, strict=True):
+            page.insert_text((72, y), label, fontsize=SIZE)
+            for right, value in ((420, first), (500, second)):
+                if label == "Margins":  # every figure flush, a percentage's sign hanging past
+                    right_aligned(page, right, y, f"{value} %")
+                else:
+                    right_aligned(page, right - pymupdf.get_text_length(" %", fontsize=SIZE), y, value)
+
+    (table,) = tables(one_page(draw))
+    assert table.text.splitlines() == [
+        "| 2022 | 2021",
+        "Revenues | $199 | $272",
+        "Earnings | $29 | $106",
+        "Margins | 15 % | 39 %",
+    ]
+
+
 def test_a_table_beside_a_column_of_prose_keeps_the_prose_out():
     def draw(page):
         wrapped(page, PROSE + " " + PROSE, left=50, top=72, width=200)
@@ -416,6 +439,13 @@ def test_3m_net_debt_table_unruled():
     assert "Total debt | $14,622 | $13,949 | $673" in net_debt
     assert "Less: Cash, cash equivalents and marketable securities | 3,270 | 4,156 | (886)" in net_debt
     assert "Working capital (non-GAAP measure) | $6,465 | $6,590 | $(125)" in working_capital
+
+
+@needs_financebench
+def test_boeing_capital_keeps_its_last_years_name_and_percent_sign():
+    (table,) = page_tables("BOEING_2022_10K.pdf", 41)
+    assert table[0] == "Years ended December 31, | 2022 | 2021 | 2020"
+    assert table[-1] == "Operating margins | 15 % | 39 % | 24 %"
 
 
 @needs_financebench

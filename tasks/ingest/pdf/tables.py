@@ -166,12 +166,14 @@ def _rows(words: list[tuple]) -> Iterator[_Row]:
 
 @lru_cache(maxsize=1024)  # a row's cells are asked for by each step below
 def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ...]:
-    """The row's words between ``left`` and ``right`` in cells: split at wide gaps and before a "$" (it belongs to
-    the figure after it, "9,889 $ 8,348"), a lone "$" joined to its figure, even one past ``right`` (the last
-    column's figure set further right than the column's others: BESTBUY_2023_10K p.53)."""
+    """The row's words that begin between ``left`` and ``right`` in cells (a word may end past ``right``: the last
+    column's name or a percentage's sign set wider than its figures, BOEING_2022_10K p.41's "2020" and "24 %"): split
+    at wide gaps and before a "$" (it belongs to the figure after it, "9,889 $ 8,348"), a lone "$" joined to its
+    figure, even one past ``right`` (the last column's figure set further right than the column's others:
+    BESTBUY_2023_10K p.53)."""
     gap = CELL_GAP * row.height
     cells: list[list[tuple]] = []
-    inside = [i for i, w in enumerate(row.words) if w[0] >= left and w[2] <= right]
+    inside = [i for i, w in enumerate(row.words) if w[0] >= left and w[0] < right]
     if inside and row.words[inside[-1]][4] in _CURRENCY and inside[-1] + 1 < len(row.words):
         if is_value(row.words[inside[-1] + 1][4]):  # a sign at the columns' right edge: its figure is past it
             inside.append(inside[-1] + 1)
@@ -347,7 +349,7 @@ def _found(rows: list[_Row], table: list[tuple[int, list[str]]], columns: _Colum
             break
         header = position + 1 if any(cells[1:]) else header
     lines = range(table[0][0], last + 1)
-    words = [w for i in lines for w in rows[i].words if w[0] >= columns.left and w[2] <= columns.right]
+    words = [w for i in lines for w in rows[i].words if w[0] >= columns.left and w[0] < columns.right]
     bbox = (min(w[0] for w in words), min(w[1] for w in words), max(w[2] for w in words), max(w[3] for w in words))
     return FoundTable(tuple(row_line(cells) for _, cells in table), header, bbox)
 

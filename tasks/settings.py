@@ -34,8 +34,10 @@ PREFIX = "CITESUM_"
 # broken over two lines is in the table only, its second line no longer also text after it. 12: a header row with one
 # name per column, each between its neighbours' figures, names the columns in order (``_Columns.assign_header``). 13:
 # a word that begins inside a table's last column is in it even when it ends past the column's figures (its name, a
-# percentage's sign).
-CHUNK_FORMAT = 13
+# percentage's sign). 14: a table row's figure set nearer where the labels begin than the figures is its label (a
+# year naming the row, a label's second line "2021"), and a label line stopping short ("... net of tax of") goes on
+# into the next.
+CHUNK_FORMAT = 14
 
 
 def default_cache_dir() -> Path:

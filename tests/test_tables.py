@@ -181,6 +181,28 @@ def test_a_last_column_set_wider_than_its_figures_keeps_its_name_and_percent_sig
     ]
 
 
+def test_a_label_broken_before_a_year_is_one_row_and_a_year_where_labels_begin_names_its_row():
+    rows = [
+        ("Net earnings", "$5,732", "$6,315"),
+        ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in", "", ""),
+        ("2021", "1,156", "1,310"),  # the label's end (LOCKHEEDMARTIN_2022_10K p.64)
+        ("Comprehensive income", "$8,715", "$11,430"),
+        ("Maturities", "", ""),
+        ("2023", "$1,522", "1,551"),  # a year naming its row (JOHNSON_JOHNSON_2022_10K p.39)
+        ("2024", "2,029", "1,392"),
+    ]
+    (table,) = tables(one_page(lambda page: draw_table(page, rows, top=100)))
+    assert table.text.splitlines() == [
+        "| 2024 | 2023",
+        "Net earnings | $5,732 | $6,315",
+        "Pension settlement charge, net of tax of $314 million in 2022 and $355 million in 2021 | 1,156 | 1,310",
+        "Comprehensive income | $8,715 | $11,430",
+        "Maturities |  |",
+        "2023 | $1,522 | 1,551",
+        "2024 | 2,029 | 1,392",
+    ]
+
+
 def test_a_table_beside_a_column_of_prose_keeps_the_prose_out():
     def draw(page):
         wrapped(page, PROSE + " " + PROSE, left=50, top=72, width=200)
@@ -446,6 +468,15 @@ def test_boeing_capital_keeps_its_last_years_name_and_percent_sign():
     (table,) = page_tables("BOEING_2022_10K.pdf", 41)
     assert table[0] == "Years ended December 31, | 2022 | 2021 | 2020"
     assert table[-1] == "Operating margins | 15 % | 39 % | 24 %"
+
+
+@needs_financebench
+def test_lockheed_labels_broken_before_a_year_are_read_whole():
+    (table,) = [t for t in page_tables("LOCKHEEDMARTIN_2022_10K.pdf", 64) if "Comprehensive income" in "\n".join(t)]
+    assert (
+        "Other, net, net of tax of $2 million in 2022, $11 million in 2021 and $5 million in 2020 | (115) | (76) | 60"
+        in table
+    )
 
 
 @needs_financebench

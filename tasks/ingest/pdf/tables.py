@@ -16,6 +16,7 @@ included, as one table).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ ROW_GAP = 2.5  # a vertical gap over this many line heights ends a table
 HEADER_CELL_WORDS = 5  # a header cell is a few words, a prose line is more
 LABEL_WORDS = 15
 _CURRENCY = frozenset("$€£")
+_UNFINISHED = re.compile(r"(?:,|\b(?:in|of|and|or|to|for|by|from|with|the|a|an|at|on|as|less|net of))$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -228,12 +230,12 @@ class _Columns:
     left: float  # where the labels begin
     right: float
 
-    def assign(self, cells: tuple[_Cell, ...]) -> list[str] | None:
+    def assign(self, cells: tuple[_Cell, ...], body: bool = True) -> list[str] | None:
         """[label, value per column], or None when a cell crosses the columns as prose does."""
         label: list[str] = []
         values = [""] * len(self.spans)
         for cell in cells:
-            if self._is_label(cell):
+            if self._is_label(cell, body):
                 label.append(cell.text)
                 continue
             if len(cell.text.split()) > HEADER_CELL_WORDS:
@@ -249,10 +251,10 @@ class _Columns:
         right of the label as there are columns and ``assign`` put two in one column. Names set left-aligned over
         right-aligned figures stand nearer the column to their left: the sample report's "Confirmed leaks" and
         "Transient" had become one column's name, leaving the next without one."""
-        assigned = self.assign(cells)
+        assigned = self.assign(cells, body=False)
         if assigned is None:
             return None
-        names = [c for c in cells if not self._is_label(c)]
+        names = [c for c in cells if not self._is_label(c, body=False)]
         if len(names) == len(self.spans) and sum(bool(v) for v in assigned[1:]) < len(names):
             if all(self._between_neighbours(name, i) for i, name in enumerate(names)):
                 return [assigned[0], *(name.text for name in names)]
@@ -266,8 +268,13 @@ class _Columns:
         high = self.spans[index + 1][0] if index + 1 < len(self.spans) else self.right
         return low < middle < high
 
-    def _is_label(self, cell: _Cell) -> bool:
-        return cell.x1 <= self.spans[0][0] + 1 and not is_value(cell.text)  # a centred year is a header
+    def _is_label(self, cell: _Cell, body: bool = True) -> bool:
+        """Left of the figures: words, or in a ``body`` row a figure nearer where the labels begin than the figures (a
+        label's second line "2021", the end of "... $355 million in"; a year naming its row). Above the figures a
+        year is a column's name, centred over them, or a chart's axis (VERIZON_2021_10K p.19)."""
+        if cell.x1 > self.spans[0][0] + 1:
+            return False
+        return not is_value(cell.text) or (body and cell.x0 - self.left < self.spans[0][0] - cell.x1)
 
     def _fit(self, cell: _Cell, index: int) -> float:
         low, high = self.spans[index]
@@ -332,8 +339,11 @@ def _is_title(cells: list[str]) -> bool:
 
 
 def _continues(previous: list[str], cells: list[str]) -> bool:
-    """A label broken over two lines: the first line has no values, the second starts in lower case."""
-    return not any(previous[1:]) and bool(previous[0]) and cells[0][:1].islower()
+    """A label broken over two lines: the first line has no values, and the second starts in lower case or the first
+    stops short ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in" / "2021")."""
+    if any(previous[1:]) or not previous[0] or not cells[0]:
+        return False
+    return cells[0][:1].islower() or bool(_UNFINISHED.search(previous[0]))
 
 
 def _figures_in(cells: list[str]) -> list[str]:

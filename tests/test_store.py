@@ -324,6 +324,7 @@ CALLS = {
     "reusable_vectors": lambda store, *_: store.reusable_vectors(["a.pdf"], ["v1"]),
     "search_vector": lambda store, *_: store.search_vector(vectors(1)[0]),
     "search_text": lambda store, *_: store.search_text("notice"),
+    "holds_word": lambda store, *_: store.holds_word("notice"),
     "supersede": lambda store, *_: write(store, "v2"),
     "delete_document": lambda store, *_: store.delete_document("a.pdf"),
     "table_states": lambda store, *_: store.table_states(),

@@ -36,8 +36,9 @@ PREFIX = "CITESUM_"
 # a word that begins inside a table's last column is in it even when it ends past the column's figures (its name, a
 # percentage's sign). 14: a table row's figure set nearer where the labels begin than the figures is its label (a
 # year naming the row, a label's second line "2021"), and a label line stopping short ("... net of tax of") goes on
-# into the next.
-CHUNK_FORMAT = 14
+# into the next. 15: so does one ending in a dash or comma ("April 1, 2019-"), the rule row findings use
+# (``tables.label_goes_on``).
+CHUNK_FORMAT = 15
 
 
 def default_cache_dir() -> Path:

@@ -28,8 +28,7 @@ _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
 GROUPS = 6  # labels a header row may spread over groups of columns: the ways to split grow as 6 ** labels
 DRIFT = 2  # a group's label stands within a column of its centre: |2 * label - first - last| <= DRIFT
-# A label cut off at the end of its line: "NET INCREASE IN CASH AND" over "CASH EQUIVALENTS | 655 | (200)".
-_WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with)$|[&\-\u2013]$", re.IGNORECASE)
+_WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with|a|an|at|on|as)$|[&\-\u2013]$", re.IGNORECASE)
 
 
 def row_line(cells: list[str]) -> str:
@@ -50,6 +49,17 @@ def without_separators(text: str) -> str:
 
 def row_cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.split("|")]
+
+
+def label_goes_on(label: str, following: str) -> bool:
+    """A row label cut off at the end of its line, going on in ``following``: it ends in a word or sign that needs
+    more ("NET INCREASE IN CASH AND" over "CASH EQUIVALENTS", "... and $355 million in" over "2021"), the next line
+    starts in lower case, or the label ends in a comma and the next line goes on with no capital ("Options
+    exercisable at May 31," over "2016"; "At May 31," over "Cash and equivalents" is a heading over its rows)."""
+    label = label.strip()
+    if _WRAPPED.search(label) or following[:1].islower():
+        return True
+    return label.endswith(",") and not following[:1].isupper()
 
 
 def is_value(cell: str) -> bool:
@@ -162,10 +172,7 @@ class Table:
         return {
             row: f"{above[0]} {row[0]}"
             for above, row in zip((self.header[-1] if self.header else ("",), *self.rows), self.rows, strict=False)
-            if not any(above[1:])
-            and above[0].strip()
-            and (_WRAPPED.search(above[0].strip()) or row[0][:1].islower())
-            and any(row[1:])
+            if not any(above[1:]) and above[0].strip() and label_goes_on(above[0], row[0]) and any(row[1:])
         }
 
     def label(self, row: tuple[str, ...]) -> str:

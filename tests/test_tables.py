@@ -187,6 +187,8 @@ def test_a_label_broken_before_a_year_is_one_row_and_a_year_where_labels_begin_n
         ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in", "", ""),
         ("2021", "1,156", "1,310"),  # the label's end (LOCKHEEDMARTIN_2022_10K p.64)
         ("Comprehensive income", "$8,715", "$11,430"),
+        ("April 1, 2019-", "", ""),  # a period broken after its dash (GENERALMILLS_2019_10K p.17)
+        ("April 28, 2019", "8,032", "50.99"),
         ("Maturities", "", ""),
         ("2023", "$1,522", "1,551"),  # a year naming its row (JOHNSON_JOHNSON_2022_10K p.39)
         ("2024", "2,029", "1,392"),
@@ -197,6 +199,7 @@ def test_a_label_broken_before_a_year_is_one_row_and_a_year_where_labels_begin_n
         "Net earnings | $5,732 | $6,315",
         "Pension settlement charge, net of tax of $314 million in 2022 and $355 million in 2021 | 1,156 | 1,310",
         "Comprehensive income | $8,715 | $11,430",
+        "April 1, 2019- April 28, 2019 | 8,032 | 50.99",
         "Maturities |  |",
         "2023 | $1,522 | 1,551",
         "2024 | 2,029 | 1,392",

@@ -16,7 +16,6 @@ included, as one table).
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from functools import lru_cache
 
 import pymupdf
 
-from citesum.tasks.tables import header_count, is_header_row, is_value, is_year, row_line
+from citesum.tasks.tables import header_count, is_header_row, is_value, is_year, label_goes_on, row_line
 
 MIN_ROWS = 2  # rows of two or more figures a table needs
 MIN_PIECES = 3  # a ruled table's row: its label and two cells or more, MuPDF's separate lines side by side
@@ -35,7 +34,6 @@ ROW_GAP = 2.5  # a vertical gap over this many line heights ends a table
 HEADER_CELL_WORDS = 5  # a header cell is a few words, a prose line is more
 LABEL_WORDS = 15
 _CURRENCY = frozenset("$€£")
-_UNFINISHED = re.compile(r"(?:,|\b(?:in|of|and|or|to|for|by|from|with|the|a|an|at|on|as|less|net of))$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -341,9 +339,7 @@ def _is_title(cells: list[str]) -> bool:
 def _continues(previous: list[str], cells: list[str]) -> bool:
     """A label broken over two lines: the first line has no values, and the second starts in lower case or the first
     stops short ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in" / "2021")."""
-    if any(previous[1:]) or not previous[0] or not cells[0]:
-        return False
-    return cells[0][:1].islower() or bool(_UNFINISHED.search(previous[0]))
+    return not any(previous[1:]) and bool(previous[0]) and bool(cells[0]) and label_goes_on(previous[0], cells[0])
 
 
 def _figures_in(cells: list[str]) -> list[str]:

@@ -10,7 +10,8 @@ come first: the rows before the first one that states a figure other than a year
 - ``finding`` / ``row_findings`` / ``finding_supported``: a data row as a statement, "Total
   debt: 2018 $14,622; 2017 $13,949", and the check that a chunk's row states exactly that. A header
   row with one cell over several columns qualifies every value: "Accounts payable (Year Ended
-  December 31): 2015 4,294; 2016 5,030"; a label over a group of columns names each of them ("Pension 2021
+  December 31): 2015 4,294; 2016 5,030", unless the cell is a line of one column's name that stops short
+  ("Increase /" over "(Decrease)"); a label over a group of columns names each of them ("Pension 2021
   (1,330); Pension 2020 (1,288)", ``Table._groups``).
 """
 
@@ -28,6 +29,7 @@ _VALUE = re.compile(r"^[(\-\u2212\u2013]?[$\u20ac\u00a3]?\(?\d[\d,]*(?:\.\d+)?\)
 _YEAR = re.compile(r"^(?:FY|fiscal\s)?(?:19|20)\d\d$", re.IGNORECASE)
 GROUPS = 6  # labels a header row may spread over groups of columns: the ways to split grow as 6 ** labels
 DRIFT = 2  # a group's label stands within a column of its centre: |2 * label - first - last| <= DRIFT
+_NAME_GOES_ON = re.compile(r"\b(?:per|vs\.)$|/$", re.IGNORECASE)  # a column name's line, besides ``_WRAPPED``
 _WRAPPED = re.compile(r"\b(?:and|of|the|for|to|or|in|by|from|with|a|an|at|on|as)$|[&\-\u2013]$", re.IGNORECASE)
 
 
@@ -92,9 +94,26 @@ class Table:
 
     def _spanning(self, row: tuple[str, ...]) -> bool:
         """A header row whose one cell of two or more words stands over several value columns ("Year Ended
-        December 31,"): extraction puts such a cell in one column, the middle one or the first."""
+        December 31,"): extraction puts such a cell in one column, the middle one or the first. A cell that stops
+        short ("Vested and", "Grant Date Fair Value Per", "2022 vs.") is the first line of one column's name."""
         named = [c for c in row[1:] if c]
-        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued) > 1
+        return len(named) == 1 and len(named[0].split()) > 1 and len(self._valued) > 1 and row not in self._stacked
+
+    @cached_property
+    def _stacked(self) -> frozenset[tuple[str, ...]]:
+        """Header rows of one cell that are lines of one column's name: a run of such rows in the same column, one of
+        which stops short ("Estimated Fair" / "Value as of" / "December 31,")."""
+        stacked: set[tuple[str, ...]] = set()
+        run: list[tuple[str, ...]] = []
+        for row in (*self.header, ()):
+            named = [i for i, c in enumerate(row) if i and c]
+            if run and (len(named) != 1 or named[0] != _lone(run[-1])):
+                if any(_NAME_GOES_ON.search(r[_lone(r)].strip()) or _WRAPPED.search(r[_lone(r)].strip()) for r in run):
+                    stacked.update(run)
+                run = []
+            if len(named) == 1:
+                run.append(row)
+        return frozenset(stacked)
 
     @cached_property
     def qualifier(self) -> str:
@@ -183,6 +202,11 @@ class Table:
             return label
         # "(in thousands)", "(in millions, unaudited) 12 Weeks Ended": brackets of its own, none around it
         return f"{label} {self.qualifier}" if self.qualifier.startswith("(") else f"{label} ({self.qualifier})"
+
+
+def _lone(row: tuple[str, ...]) -> int:
+    """The column of a header row's one named cell."""
+    return next(i for i, c in enumerate(row) if i and c)
 
 
 def _joined(rows: list[tuple[str, ...]], valued: frozenset[int]) -> list[tuple[str, ...]]:

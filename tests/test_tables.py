@@ -719,6 +719,23 @@ WRAPPED = (
 )
 
 
+def test_a_column_name_whose_line_stops_short_names_its_column_only():
+    change = "|  |  | Increase /\n| 2021 | 2020 | (Decrease)\nCash and cash equivalents | $2,921 | $22,171 | $(19,250)"
+    assert list(row_findings(change).values()) == [
+        "Cash and cash equivalents: 2021 $2,921; 2020 $22,171; Increase / (Decrease) $(19,250)"
+    ]
+    # Lines of one name stacked over the last column (AMAZON_2017_10K p.33), not a qualifier of every column.
+    stacked = (
+        "|  |  | Estimated Fair\n|  |  | Value as of\n|  |  | December 31,\n| 2018 | Total | 2017\n"
+        "Money market funds | $11,343 | $11,343 | $11,343"
+    )
+    assert list(row_findings(stacked).values()) == [
+        "Money market funds: 2018 $11,343; Total $11,343; Estimated Fair Value as of December 31, 2017 $11,343"
+    ]
+    spanning = "| Year Ended December 31, |\n| 2021 | 2020\nRevenue | 5 | 4"
+    assert list(row_findings(spanning).values()) == ["Revenue (Year Ended December 31): 2021 5; 2020 4"]
+
+
 def test_a_label_cut_off_at_the_end_of_its_line_is_read_whole():
     assert set(row_findings(WRAPPED).values()) == {
         "NET INCREASE IN CASH AND CASH EQUIVALENTS: 2018 655; 2017 (200)",

@@ -229,7 +229,8 @@ class _Columns:
     right: float
 
     def assign(self, cells: tuple[_Cell, ...], body: bool = True) -> list[str] | None:
-        """[label, value per column], or None when a cell crosses the columns as prose does."""
+        """[label, value per column], or None when a cell crosses the columns as prose does. ``body``: a row among the
+        figures, not above them (``_is_label``)."""
         label: list[str] = []
         values = [""] * len(self.spans)
         for cell in cells:

@@ -287,7 +287,11 @@ _BOILERPLATE = re.compile(
     r"|consent to the incorporation by reference|signed original of this written statement|indicate by check mark"
     r"|other certifying officers? and I\b|I have reviewed this (?:annual|quarterly) report"
     r"|a company[\u2019']s internal control over financial reporting (?:is|includes)"
-    r"|projections of any evaluation of effectiveness to future periods",
+    r"|projections of any evaluation of effectiveness to future periods"
+    # an auditor's report, management's report on internal control
+    r"|statements are the responsibility of|responsibility is to express an opinion|conducted our audits? in accordance"
+    r"|responsible for establishing and maintaining adequate internal control|risks? of material misstatement"
+    r"|required to be independent with respect to",
     re.IGNORECASE,
 )
 

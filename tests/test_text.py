@@ -385,7 +385,22 @@ def test_a_form_field_holds_check_boxes(sentence, field):
             "A company’s internal control over financial reporting is a process designed to provide reasonable assurance.",
             True,
         ),
+        # An auditor's report and management's report on internal control (BOEING_2022_10K pp.119, 126)
+        ("These financial statements are the responsibility of the Company's management.", True),
+        (
+            "Our responsibility is to express an opinion on the Company's financial statements based on our audits.",
+            True,
+        ),
+        (
+            "Our management is responsible for establishing and maintaining adequate internal control over financial "
+            "reporting, as such term is defined in Exchange Act Rules 13a-15(f).",
+            True,
+        ),
+        ("We conducted our audits in accordance with the standards of the PCAOB.", True),
+        ("Our audits included performing procedures to assess the risks of material misstatement.", True),
+        ("We are a public accounting firm required to be independent with respect to the Company.", True),
         ("Our auditors, Deloitte & Touche LLP, have served as the Company's auditor since 1959.", False),
+        ("Customer is responsible for the accuracy of the Customer Data and for the use of the Services.", False),
         ("Net sales rose 5% to $46.3 billion, led by the Americas.", False),
     ],
 )

@@ -266,8 +266,8 @@ def is_title(sentence: str) -> bool:
     Discussion and Analysis of Financial Condition and Results of Operations.", a paper's author list); a verb in lower
     case ("Mr. Vachris was Senior Vice President, Real Estate Development.") makes it a statement. Or a contents line
     run into the next entry's label ("Disclosure Regarding Foreign Jurisdictions that Prevent Inspections 104 PART III
-    Item 10.")."""
-    text = sentence.strip()
+    Item 10."). An item's marker before it aside ("(b) Management's Report on Internal Control ...")."""
+    text = _ITEM_MARKER.sub("", sentence.strip(), count=1)
     if not text:
         return False
     if _CONTENTS_LABEL.search(text):

@@ -293,6 +293,8 @@ def test_a_pointer_only_sends_the_reader_elsewhere(sentence, points):
         ("Management's Discussion and Analysis of Financial Condition and Results of Operations.", True),
         ("Certain Relationships and Related Transactions, and Director Independence 106 Item 14.", True),
         ("(a) Evaluation of Disclosure Controls and Procedures.", True),
+        ("(b) Management’s Report on Internal Control Over Financial Reporting.", True),  # its marker aside
+        ("1. The Supplier shall provide the Services.", False),
         ("Mr. Vachris was Senior Vice President, Real Estate Development, from August 2015 to June 2016.", False),
         ("Net sales rose 5% in the Americas.", False),
         ("Quantitative and Qualitative Disclosures about Market Risk 51 ITEM 8.", True),

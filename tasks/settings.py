@@ -37,8 +37,9 @@ PREFIX = "CITESUM_"
 # percentage's sign). 14: a table row's figure set nearer where the labels begin than the figures is its label (a
 # year naming the row, a label's second line "2021"), and a label line stopping short ("... net of tax of") goes on
 # into the next. 15: so does one ending in a dash or comma ("April 1, 2019-"), the rule row findings use
-# (``tables.label_goes_on``).
-CHUNK_FORMAT = 15
+# (``tables.label_goes_on``). 16: a group's year set alone where labels begin, over its rows, is a label row there
+# too, not the first column's name.
+CHUNK_FORMAT = 16
 
 
 def default_cache_dir() -> Path:

@@ -12,7 +12,8 @@ come first: the rows before the first one that states a figure other than a year
   row with one cell over several columns qualifies every value: "Accounts payable (Year Ended
   December 31): 2015 4,294; 2016 5,030", unless the cell is a line of one column's name that stops short
   ("Increase /" over "(Decrease)"); a label over a group of columns names each of them ("Pension 2021
-  (1,330); Pension 2020 (1,288)", ``Table._groups``).
+  (1,330); Pension 2020 (1,288)", ``Table._groups``); a year alone as a row's label names the rows under it
+  ("Total revenues (2014): ...").
 """
 
 from __future__ import annotations
@@ -194,10 +195,24 @@ class Table:
             if not any(above[1:]) and above[0].strip() and label_goes_on(above[0], row[0]) and any(row[1:])
         }
 
+    @cached_property
+    def _years(self) -> dict[tuple[str, ...], str]:
+        """Data rows under a year set alone as a label, a group's ("2014 | | |" over a quarter's rows), that year."""
+        years: dict[tuple[str, ...], str] = {}
+        year = ""
+        for row in (*self.header, *self.rows):
+            if not any(row[1:]) and is_year(row[0]):
+                year = row[0].strip()
+            elif year and any(row[1:]):
+                years.setdefault(row, year)
+        return years
+
     def label(self, row: tuple[str, ...]) -> str:
-        """A data row's label (whole when it began on the row above), with the qualifier in brackets: "Accounts
-        payable (Year Ended December 31)"."""
+        """A data row's label (whole when it began on the row above), with its group's year and the qualifier in
+        brackets: "Accounts payable (Year Ended December 31)", "Total revenues (2014)"."""
         label = normalize_space(self._wrapped_labels.get(row, row[0]).rstrip(":").strip())
+        if label and row in self._years:
+            label = f"{label} ({self._years[row]})"
         if not (label and self.qualifier):
             return label
         # "(in thousands)", "(in millions, unaudited) 12 Weeks Ended": brackets of its own, none around it

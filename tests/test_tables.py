@@ -206,6 +206,19 @@ def test_a_label_broken_before_a_year_is_one_row_and_a_year_where_labels_begin_n
     ]
 
 
+def test_a_groups_year_set_where_labels_begin_names_the_rows_under_it():
+    rows = [("2015", "", ""), ("Revenue", "1,823", "1,738"), ("Net income", "43", "29")]
+    rows += [("2014", "", ""), ("Revenue", "1,484", "1,409"), ("Net income", "83", "59")]
+    (table,) = tables(one_page(lambda page: draw_table(page, rows, top=100, header=("Dec 31", "Sep 30"))))
+    assert table.text.splitlines()[:3] == ["| Dec 31 | Sep 30", "2015 |  |", "Revenue | 1,823 | 1,738"]
+    assert list(row_findings(table.text).values()) == [
+        "Revenue (2015): Dec 31 1,823; Sep 30 1,738",
+        "Net income (2015): Dec 31 43; Sep 30 29",
+        "Revenue (2014): Dec 31 1,484; Sep 30 1,409",
+        "Net income (2014): Dec 31 83; Sep 30 59",
+    ]
+
+
 def test_a_table_beside_a_column_of_prose_keeps_the_prose_out():
     def draw(page):
         wrapped(page, PROSE + " " + PROSE, left=50, top=72, width=200)

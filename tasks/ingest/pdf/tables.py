@@ -250,6 +250,8 @@ class _Columns:
         right of the label as there are columns and ``assign`` put two in one column. Names set left-aligned over
         right-aligned figures stand nearer the column to their left: the sample report's "Confirmed leaks" and
         "Transient" had become one column's name, leaving the next without one."""
+        if len(cells) == 1 and is_year(cells[0].text) and self._is_label(cells[0]):  # a group's year, over its rows
+            return [cells[0].text, *[""] * len(self.spans)]
         assigned = self.assign(cells, body=False)
         if assigned is None:
             return None
@@ -374,8 +376,8 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):
             break  # a label over the column names is a caption or heading ("Segment Performance Summary")
         above.insert(0, (index, cells))
-    while above and not any(above[0][1][1:]):  # a label above the header is a caption, not the table's
-        above.pop(0)
+    while above and not any(above[0][1][1:]) and not is_year(above[0][1][0]):  # a caption, not the table's; a
+        above.pop(0)  # group's year stays over its rows
     return above
 
 

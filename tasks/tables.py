@@ -105,15 +105,17 @@ class Table:
         """Header rows of one cell that are lines of one column's name: a run of such rows in the same column, one of
         which stops short ("Estimated Fair" / "Value as of" / "December 31,")."""
         stacked: set[tuple[str, ...]] = set()
-        run: list[tuple[str, ...]] = []
+        run: list[tuple[str, ...]] = []  # rows of one cell each, in one column
+        column = 0
         for row in (*self.header, ()):
             named = [i for i, c in enumerate(row) if i and c]
-            if run and (len(named) != 1 or named[0] != _lone(run[-1])):
-                if any(_NAME_GOES_ON.search(r[_lone(r)].strip()) or _WRAPPED.search(r[_lone(r)].strip()) for r in run):
+            if run and named != [column]:
+                if any(_stops_short(r[column]) for r in run):
                     stacked.update(run)
                 run = []
             if len(named) == 1:
                 run.append(row)
+                column = named[0]
         return frozenset(stacked)
 
     @cached_property
@@ -219,9 +221,10 @@ class Table:
         return f"{label} {self.qualifier}" if self.qualifier.startswith("(") else f"{label} ({self.qualifier})"
 
 
-def _lone(row: tuple[str, ...]) -> int:
-    """The column of a header row's one named cell."""
-    return next(i for i, c in enumerate(row) if i and c)
+def _stops_short(name: str) -> bool:
+    """A line of a column's name that the line below goes on: "Vested and", "Increase /", "2022 vs."."""
+    name = name.strip()
+    return bool(_WRAPPED.search(name) or _NAME_GOES_ON.search(name))
 
 
 def _joined(rows: list[tuple[str, ...]], valued: frozenset[int]) -> list[tuple[str, ...]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citesum.tasks.summarize.premise import document_words, named_terms, unmentioned
+from citesum.tasks.summarize.premise import document_words, unmentioned
 from citesum.tasks.text import words
 
 SURVEY = (
@@ -20,6 +20,15 @@ WRITTEN_LOWER = {w for w in words(f"{SURVEY} {PAPER}") if w.islower()}  # what L
 
 def is_word(word: str) -> bool:
     return word in WRITTEN_LOWER
+
+
+def never(word: str) -> bool:
+    return False
+
+
+def named_terms(question: str, is_word=never) -> list[str]:
+    """What the question names: what a document holding no word does not mention."""
+    return unmentioned(question, frozenset(), is_word)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ it, "What score did LLaVa + Step-Back achieve?" of a paper that never ran LLaVa.
 closest passages, and an extractive summary quotes them; instead, both synthesizers' parts say "Not stated in
 the evidence." and name what no document mentions (``compose.write_section``).
 
-What a question names (``named_terms``), in each of its sentences after the first word, outside quotes (a
+What a question names, in each of its sentences after the first word, outside quotes (a
 format's example, "like ['2006', '2007']"), and none in a question written in capitals:
 
 - a year, alone or in a fiscal or quarter label ("2022", "FY2022", "Q22023" name 2022 or 2023);
@@ -16,8 +16,8 @@ format's example, "like ['2006', '2007']"), and none in a question written in ca
   the whole store, not a dictionary: "Email", "Platform" or "Highest" in a question are words a corpus writes in
   lower case somewhere, "Oxford" and "Biden" are names. A name the store once writes in lower case is taken for
   a word (MMLongBench-Doc's "Chinese", from a reference's "a medical benchmark in chinese"). The store is asked
-  (``is_word``) only about the capitalised words the evidence's documents do not mention, so a check reads those
-  documents' words and makes a scan or two, whatever the size of the store.
+  (``unmentioned``'s ``is_word``) only about the capitalised words the evidence's documents do not mention, so a
+  check reads those documents' words and makes a scan or two, whatever the size of the store.
 
 A document mentions a term when one of its words (or two adjacent ones joined: "Table 1-1" for "Table1")
 equals it, case aside, or is one edit from it for a term of five letters or more: "Neflix", "Netfilx",
@@ -45,18 +45,9 @@ _YEAR = re.compile(r"(?:FY|CY|Q[1-4])?((?:19|20)\d\d)(?:Q[1-4])?", re.IGNORECASE
 _QUOTED = re.compile(r"[\"“‘'][^\"“”‘’']{1,60}[\"”’']")
 
 
-def _never(word: str) -> bool:
-    return False
-
-
-def named_terms(question: str, is_word: Callable[[str], bool] = _never) -> list[str]:
-    """The years, codes and names the question names (see the module), once each, as written. ``is_word``: whether
-    the store writes a word (given in lower case) in lower case; a capitalised one it does is no name."""
-    return [term for term, name in _named(question) if not (name and is_word(term.lower()))]
-
-
 def _named(question: str) -> list[tuple[str, bool]]:
-    """The terms the question names, each with whether it is a name (to be checked against the store)."""
+    """The years, codes and names the question names (see the module), once each, as written, each with whether it
+    is a name (to be checked against the store)."""
     text = _QUOTED.sub(" ", question)
     letters = [c for c in text if c.isalpha()]
     if sum(c.isupper() for c in letters) > len(letters) / 2:
@@ -89,9 +80,10 @@ def document_words(rows: Iterable[dict]) -> frozenset[str]:
     return frozenset(held)
 
 
-def unmentioned(question: str, held: frozenset[str], is_word: Callable[[str], bool] = _never) -> list[str]:
-    """The terms the question names (``named_terms``) that ``held``, its documents' words (``document_words``), does
-    not mention, or []. ``is_word`` is asked only about the capitalised words not mentioned."""
+def unmentioned(question: str, held: frozenset[str], is_word: Callable[[str], bool]) -> list[str]:
+    """The terms the question names that ``held``, its documents' words (``document_words``), does not mention, or
+    []. ``is_word``: whether the store writes a word (given in lower case) in lower case, a capitalised one it does
+    being no name; asked only about the capitalised words not mentioned."""
     return [
         term
         for term, name in _named(question)

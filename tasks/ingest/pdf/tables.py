@@ -376,8 +376,9 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):
             break  # a label over the column names is a caption or heading ("Segment Performance Summary")
         above.insert(0, (index, cells))
-    while above and not any(above[0][1][1:]) and not is_year(above[0][1][0]):  # a caption, not the table's; a
-        above.pop(0)  # group's year stays over its rows
+    # A label above the header is a caption, not the table's; a group's year stays over its rows.
+    while above and not any(above[0][1][1:]) and not is_year(above[0][1][0]):
+        above.pop(0)
     return above
 
 

@@ -38,8 +38,10 @@ PREFIX = "CITESUM_"
 # year naming the row, a label's second line "2021"), and a label line stopping short ("... net of tax of") goes on
 # into the next. 15: so does one ending in a dash or comma ("April 1, 2019-"), the rule row findings use
 # (``tables.label_goes_on``). 16: a group's year set alone where labels begin, over its rows, is a label row there
-# too, not the first column's name.
-CHUNK_FORMAT = 16
+# too, not the first column's name. 17: a row of years between two runs of figures heads a table of its own (Note 7's
+# inventories under Note 6's table), and a group label set left of the row labels ("Numerator") no longer hides the
+# years above it.
+CHUNK_FORMAT = 17
 
 
 def default_cache_dir() -> Path:

@@ -836,7 +836,65 @@ def test_a_label_broken_over_two_lines_at_a_tables_end_is_in_the_table_only():
     assert not [b.text for b in blocks if not b.table and "354" in b.text]
 
 
+def test_a_table_under_the_next_heading_is_a_table_of_its_own():
+    # BOEING_2022_10K p.80: Note 7's inventory table, two lines under Note 6's table, became rows of it, its years a
+    # body row and its figures named by Note 6's columns ("Long-term contracts in progress: financing Other Assets
+    # 2022 $582; Total 2021 $872")
+    def draw(page):
+        y = draw_table(page, INCOME[:3], top=100, header=("Receivables", "Total"))
+        page.insert_text((72, y), "Note 7 - Inventories", fontsize=SIZE)
+        page.insert_text((72, y + 14), "Inventories at December 31 consisted of the following:", fontsize=SIZE)
+        draw_table(
+            page,
+            [("Long-term contracts in progress", "$582", "$872"), ("Commercial programs", "67,702", "68,106")],
+            top=y + 28,
+        )
+
+    blocks = one_page(draw)
+    first, second = tables(blocks)
+    assert first.text.splitlines()[-1] == "Gross profit | 13,431 | 10,123"
+    assert second.text.splitlines() == [
+        "| 2024 | 2023",
+        "Long-term contracts in progress | $582 | $872",
+        "Commercial programs | 67,702 | 68,106",
+    ]
+    assert [b.text for b in blocks if "Note 7" in b.text] == ["Note 7 - Inventories"]
+    assert "Long-term contracts in progress: 2024 $582; 2023 $872" in row_findings(second.text).values()
+
+
+def test_a_group_label_set_left_of_the_labels_does_not_hide_the_years_above_it():
+    # BESTBUY_2019_10K p.78, AMAZON_2017_10K p.69: "Numerator" or "Net sales:" set left of the row labels, under the
+    # years, ended the search for the table's header, and its rows were quoted without their years
+    def draw(page):
+        for right, year in zip((420, 500), ("2024", "2023"), strict=True):
+            right_aligned(page, right, 100, year)
+        page.insert_text((60, 114), "Numerator", fontsize=SIZE)
+        draw_table(page, INCOME[:3], top=128, left=80, header=None)
+
+    (table,) = tables(one_page(draw))
+    assert table.text.splitlines()[:2] == ["| 2024 | 2023", "Revenue | 32,833 | 28,787"]
+    assert row_findings(table.text)[("Revenue", "32,833", "28,787")] == "Revenue: 2024 32,833; 2023 28,787"
+
+
+@needs_financebench
+def test_boeing_inventories_are_a_table_of_their_own():
+    assert page_findings("BOEING_2022_10K.pdf", 80, "Long-term contracts")[:2] == [
+        "Long-term contracts in progress: 2022 $582; 2021 $872",
+        "Commercial aircraft programs: 2022 67,702; 2021 68,106",
+    ]
+
+
 @needs_financebench
 def test_a_broken_label_ending_a_table_on_a_real_page_is_in_its_table_only():
     blocks = text_blocks(pymupdf.open(FINANCEBENCH / "CORNING_2021_10K.pdf")[27])
     assert [b.table for b in blocks if "$ (286)" in b.text or "$(286)" in b.text] == [True]
+
+
+@needs_financebench
+def test_amazon_net_sales_by_group_and_best_buy_earnings_per_share_keep_their_years():
+    assert page_findings("AMAZON_2017_10K.pdf", 69, "Online stores")[0] == (
+        "Online stores (1) (Year Ended December 31): 2015 $76,863; 2016 $91,431; 2017 $108,354"
+    )
+    assert page_findings("BESTBUY_2019_10K.pdf", 78, "Net earnings from")[0] == (
+        "Net earnings from continuing operations: 2019 $1,464; 2018 $999; 2017 $1,207"
+    )

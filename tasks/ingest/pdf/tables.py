@@ -203,17 +203,30 @@ def _figures(cells: tuple[_Cell, ...]) -> list[_Cell]:
 
 
 def _anchor_groups(rows: list[_Row]) -> Iterator[list[int]]:
-    """Runs of rows with two figures or more, close enough to be one table."""
+    """Runs of rows with two figures or more, close enough to be one table, and no row of years between them: years
+    over the columns head the next table (BOEING_2022_10K p.80: Note 7's inventories, two lines under Note 6's table,
+    had become rows of it)."""
     group: list[int] = []
     for index, row in enumerate(rows):
         if len(_figures(_cells(row))) < 2:
             continue
-        if group and (index - group[-1] - 1 > MAX_BETWEEN or not _close(rows, group[-1], index)):
+        between = range(group[-1] + 1, index) if group else range(0)
+        if group and (
+            len(between) > MAX_BETWEEN
+            or not _close(rows, group[-1], index)
+            or any(_years_row(rows[i]) for i in between)
+        ):
             yield group
             group = []
         group.append(index)
     if group:
         yield group
+
+
+def _years_row(row: _Row) -> bool:
+    """A row of two years or more and nothing else: column names."""
+    cells = _cells(row)
+    return len(cells) >= 2 and all(is_year(c.text) for c in cells)
 
 
 def _close(rows: list[_Row], first: int, last: int) -> bool:
@@ -371,6 +384,8 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
         if not _close(rows, index, index + 1):
             break
         cells = columns.assign_header(_cells(rows[index], columns.left, columns.right))
+        if cells is not None and not any(cells) and rows[index].words[-1][0] < columns.left:
+            continue  # a label set left of the labels, over the rows ("Numerator"): the column names may be above it
         if cells is None or not any(cells) or not is_header_row(cells) or _is_title(cells):
             break
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):

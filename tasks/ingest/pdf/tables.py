@@ -210,17 +210,19 @@ def _anchor_groups(rows: list[_Row]) -> Iterator[list[int]]:
     for index, row in enumerate(rows):
         if len(_figures(_cells(row))) < 2:
             continue
-        between = range(group[-1] + 1, index) if group else range(0)
-        if group and (
-            len(between) > MAX_BETWEEN
-            or not _close(rows, group[-1], index)
-            or any(_years_row(rows[i]) for i in between)
-        ):
+        if group and _apart(rows, group[-1], index):
             yield group
             group = []
         group.append(index)
     if group:
         yield group
+
+
+def _apart(rows: list[_Row], last: int, index: int) -> bool:
+    """Rows ``last`` and ``index`` (both with figures) are in different tables: too many rows or too much space
+    between them, or a row of years."""
+    between = range(last + 1, index)
+    return len(between) > MAX_BETWEEN or not _close(rows, last, index) or any(_years_row(rows[i]) for i in between)
 
 
 def _years_row(row: _Row) -> bool:

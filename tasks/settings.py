@@ -40,8 +40,9 @@ PREFIX = "CITESUM_"
 # (``tables.label_goes_on``). 16: a group's year set alone where labels begin, over its rows, is a label row there
 # too, not the first column's name. 17: a row of years between two runs of figures heads a table of its own (Note 7's
 # inventories under Note 6's table), and a group label set left of the row labels ("Numerator") no longer hides the
-# years above it.
-CHUNK_FORMAT = 17
+# years above it. 18: a table row's label begun left of where the labels begin is whole ("Net earnings ...",
+# "Assets"), not cut off inside the table's bounds.
+CHUNK_FORMAT = 18
 
 
 def default_cache_dir() -> Path:

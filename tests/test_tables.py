@@ -864,7 +864,8 @@ def test_a_table_under_the_next_heading_is_a_table_of_its_own():
 
 def test_a_group_label_set_left_of_the_labels_does_not_hide_the_years_above_it():
     # BESTBUY_2019_10K p.78, AMAZON_2017_10K p.69: "Numerator" or "Net sales:" set left of the row labels, under the
-    # years, ended the search for the table's header, and its rows were quoted without their years
+    # years, ended the search for the table's header, and its rows were quoted without their years. The label is a
+    # row of the table: skipped, it was lost inside the table's bounds (ACTIVISIONBLIZZARD_2019_10K p.69's "Assets").
     def draw(page):
         for right, year in zip((420, 500), ("2024", "2023"), strict=True):
             right_aligned(page, right, 100, year)
@@ -872,7 +873,7 @@ def test_a_group_label_set_left_of_the_labels_does_not_hide_the_years_above_it()
         draw_table(page, INCOME[:3], top=128, left=80, header=None)
 
     (table,) = tables(one_page(draw))
-    assert table.text.splitlines()[:2] == ["| 2024 | 2023", "Revenue | 32,833 | 28,787"]
+    assert table.text.splitlines()[:3] == ["| 2024 | 2023", "Numerator |  |", "Revenue | 32,833 | 28,787"]
     assert row_findings(table.text)[("Revenue", "32,833", "28,787")] == "Revenue: 2024 32,833; 2023 28,787"
 
 
@@ -898,3 +899,12 @@ def test_amazon_net_sales_by_group_and_best_buy_earnings_per_share_keep_their_ye
     assert page_findings("BESTBUY_2019_10K.pdf", 78, "Net earnings from")[0] == (
         "Net earnings from continuing operations: 2019 $1,464; 2018 $999; 2017 $1,207"
     )
+
+
+@needs_financebench
+def test_a_balance_sheets_assets_label_set_left_of_its_rows_stays_in_its_table():
+    (table,) = page_tables("ACTIVISIONBLIZZARD_2019_10K.pdf", 69)
+    assert table[:3] == ["| At December 31, 2019 | At December 31, 2018", "Assets |  |", "Current assets: |  |"]
+    # and among the rows: Best Buy's "Denominator", under its earnings per share's "Numerator" row
+    (eps,) = [t for t in page_tables("BESTBUY_2019_10K.pdf", 78) if "Numerator |  |  |" in t]
+    assert eps[eps.index("Numerator |  |  |") + 2] == "Denominator |  |  |"

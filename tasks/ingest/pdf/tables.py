@@ -166,14 +166,19 @@ def _rows(words: list[tuple]) -> Iterator[_Row]:
 
 @lru_cache(maxsize=1024)  # a row's cells are asked for by each step below
 def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ...]:
-    """The row's words that begin between ``left`` and ``right`` in cells (a word may end past ``right``: the last
-    column's name or a percentage's sign set wider than its figures, BOEING_2022_10K p.41's "2020" and "24 %"): split
+    """The row's words that reach past ``left`` and begin before ``right``, with the words before them that the same
+    cell begins with (a label set left of where labels begin, "Net earnings ...", a balance sheet's "Assets": cut off,
+    its words were lost inside the table's bounds; a column of prose further left stays out), in cells (a word may
+    end past ``right``: the last column's name or a percentage's sign set wider than its figures, BOEING_2022_10K
+    p.41's "2020" and "24 %"): split
     at wide gaps and before a "$" (it belongs to the figure after it, "9,889 $ 8,348"), a lone "$" joined to its
     figure, even one past ``right`` (the last column's figure set further right than the column's others:
     BESTBUY_2023_10K p.53)."""
     gap = CELL_GAP * row.height
     cells: list[list[tuple]] = []
-    inside = [i for i, w in enumerate(row.words) if w[0] >= left and w[0] < right]
+    inside = [i for i, w in enumerate(row.words) if w[2] > left and w[0] < right]
+    while inside and inside[0] > 0 and row.words[inside[0]][0] - row.words[inside[0] - 1][2] <= gap:
+        inside.insert(0, inside[0] - 1)  # a label begun left of where labels begin ("Net earnings", "Assets") is whole
     if inside and row.words[inside[-1]][4] in _CURRENCY and inside[-1] + 1 < len(row.words):
         if is_value(row.words[inside[-1] + 1][4]):  # a sign at the columns' right edge: its figure is past it
             inside.append(inside[-1] + 1)
@@ -386,8 +391,6 @@ def _header(rows: list[_Row], first: int, columns: _Columns) -> list[tuple[int, 
         if not _close(rows, index, index + 1):
             break
         cells = columns.assign_header(_cells(rows[index], columns.left, columns.right))
-        if cells is not None and not any(cells) and rows[index].words[-1][0] < columns.left:
-            continue  # a label set left of the labels, over the rows ("Numerator"): the column names may be above it
         if cells is None or not any(cells) or not is_header_row(cells) or _is_title(cells):
             break
         if not any(cells[1:]) and any(any(row[1:]) for _, row in above):

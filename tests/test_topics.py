@@ -8,6 +8,8 @@ from citesum.tasks.summarize.topics import (
     MAX_TOPICS,
     SHORT_TOPIC_WORDS,
     TITLE_CHARS,
+    Appended,
+    appended_from,
     characteristic_terms,
     document_titles,
     is_reference_list,
@@ -221,3 +223,39 @@ def test_no_heading_topic_joins_two_documents_sections():
     assert [t.title for t in topics if t.document_ids == ("memo.pdf",)] == ["Parking; Security"]
     of_agreement = [t for t in topics if t.document_ids == ("agreement.pdf",)]
     assert [title for t in of_agreement for title in t.title.split("; ")] == SECTIONS  # every section, in order
+
+
+def filing_with_exhibit(label_at: int | None = None) -> list[dict]:
+    """A 10-K's thirteen sections, two chunks each, then a long plan appended under "Exhibit 10.13" (Boeing's 10-K:
+    its deferred compensation plan is 29% of its chunks) and two short certifications."""
+    body = [f"10-K > {s}" for s in SECTIONS for _ in range(2)]
+    plan = [f"10-K > ARTICLE {n} Plan terms {n}" for n in range(1, 6) for _ in range(6)]
+    data = rows([*body, "10-K", *plan, "10-K", "10-K > Certification"])
+    labels = {len(body): "Exhibit 10.13", len(body) + 1 + len(plan): "EXHIBIT 31.1"}
+    if label_at is not None:  # the label set elsewhere instead
+        labels = {label_at: "Exhibit 99.1"}
+    for ordinal, label in labels.items():
+        data[ordinal]["text"] = f"{label}\nTHE COMPANY'S PLAN OR CERTIFICATE"
+    return data
+
+
+def test_appended_exhibits_are_one_topic_of_their_own():
+    data = filing_with_exhibit()
+    assert appended_from(data) == {"agreement.pdf": Appended(26, ("Exhibit 10.13", "EXHIBIT 31.1"))}
+
+    topics = topics_from_headings(data)
+    assert len(topics) == MAX_TOPICS
+    *body, appended = topics
+    assert [title for t in body for title in t.title.split("; ")] == SECTIONS  # the filing keeps seven topics
+    assert appended.title == "Appended: Exhibit 10.13; EXHIBIT 31.1"
+    assert len(appended.chunk_ids) == 30 + 1  # every article of the plan and the certification, in one topic
+    assert appended.query.startswith("Plan terms 1; Plan terms 2")
+
+
+def test_an_exhibit_label_that_opens_the_document_or_names_a_column_appends_nothing():
+    # An 8-K's press release is its Exhibit 99.1, from the first page: the document itself.
+    assert appended_from(filing_with_exhibit(label_at=1)) == {}
+    table = filing_with_exhibit(label_at=1)
+    table[20]["text"] = "Exhibit Number\nDescription"  # an exhibit index's column, no label
+    assert appended_from(table) == {}
+    assert appended_from(filing_with_exhibit(label_at=20)) == {"agreement.pdf": Appended(20, ("Exhibit 99.1",))}

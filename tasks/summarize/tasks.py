@@ -36,6 +36,7 @@ from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesize
 from citesum.tasks.summarize.synthesizers.ollama import OllamaSynthesizer, probe_ollama, resolve_ollama_host
 from citesum.tasks.summarize.topics import (
     Topic,
+    appended_from,
     is_reference_list,
     section_rows,
     section_titles,
@@ -107,7 +108,7 @@ def find_topics(store: LanceStore, document_ids: tuple[str, ...]) -> list[Topic]
     """Topics from headings when the documents have enough sections, else from clusters."""
     rows = chunk_rows(store, document_ids, vectors=True)
     sections = section_rows(rows)
-    topics, origin = topics_from_sections(sections), "headings"
+    topics, origin = topics_from_sections(sections, appended_from(rows)), "headings"
     if not topics:
         vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
         topics, origin = topics_from_clusters(rows, vectors), "clusters"

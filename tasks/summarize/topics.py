@@ -14,6 +14,11 @@ is no section among others but the document's body under a heading taken for its
 over its last 173): its subsections take its place, again while one dominates.
 
 A reference list ("References", "Bibliography") is no topic: its entries are to be looked up, not briefed.
+A document's appended material (``appended_from``: from the first chunk past its first quarter that opens with an
+exhibit's, annex's, appendix's or schedule's label alone, "Exhibit 10.13", "EXHIBIT 32.1", "Annex 2") is one topic of
+its own, titled "Appended: " and its labels, and takes no share by size: a filing's exhibits (Boeing's 53-page
+deferred compensation plan, 29% of its chunks) took two and a half of its brief's eight topics. An exhaustive summary
+still reads every section.
 A topic is titled by its sections' names but the weak ones (``weak_title``: "Yes", "1", a title's second line, a
 cover page's form line); a topic with no other, at the start of its document, is its front matter.
 
@@ -29,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +61,9 @@ _COVER_FIELD = re.compile(
     r"|transition period|quarterly period ended|date of earliest event|title of each class",
     re.IGNORECASE,
 )
+# A line that is only the label of something appended: "Exhibit 10.13", "EXHIBIT B", "Annex 2", "SCHEDULE II".
+_APPENDED_LABEL = re.compile(r"(?:exhibit|annex|appendix|schedule)\s+(?:\d+(?:\.\d+)*|[a-z]|[ivx]+)\.?", re.IGNORECASE)
+APPENDED_AFTER = 0.25  # a label in a document's first quarter opens the document itself (an 8-K's "Exhibit 99.1")
 _REFERENCE_LIST = re.compile(
     r"(?:references|bibliography|works cited|literature cited|reference list|cited references)", re.IGNORECASE
 )
@@ -105,6 +113,33 @@ def document_titles(rows: Sequence[Mapping]) -> dict[str, DocumentTitle]:
         if headings:
             titles[doc] = DocumentTitle(tuple(headings), first)
     return titles
+
+
+@dataclass(frozen=True)
+class Appended:
+    first: int  # ordinal of the chunk its first label opens: sections from there on are appended
+    labels: tuple[str, ...]  # as written, in order
+
+
+def appended_from(rows: Sequence[Mapping]) -> dict[str, Appended]:
+    """Per document with appended material, where it begins and its labels: the chunks past the document's first
+    ``APPENDED_AFTER`` whose first line, or last heading, is a label alone."""
+    chunks: dict[str, list[Mapping]] = {}
+    for row in sorted(rows, key=lambda r: r["ordinal"]):
+        chunks.setdefault(row["document_id"], []).append(row)
+    found = {}
+    for doc, group in chunks.items():
+        past = group[math.ceil(APPENDED_AFTER * len(group)) :]
+        labelled = [(row["ordinal"], label) for row in past if (label := _appended_label(row))]
+        if labelled:
+            found[doc] = Appended(labelled[0][0], tuple(dict.fromkeys(label for _, label in labelled)))
+    return found
+
+
+def _appended_label(row: Mapping) -> str | None:
+    first_line = row["text"].strip().split("\n", 1)[0].strip()
+    last_heading = (split_heading(row["heading"]) or [""])[-1]
+    return next((line for line in (first_line, last_heading) if _APPENDED_LABEL.fullmatch(line)), None)
 
 
 def section_path(row: Mapping, titles: Mapping[str, DocumentTitle]) -> tuple[str, ...]:
@@ -184,11 +219,13 @@ def is_section(group: Sequence[Mapping]) -> bool:
 
 def topics_from_headings(rows: Sequence[Mapping]) -> list[Topic]:
     """Consecutive top-level sections grouped into at most MAX_TOPICS topics; [] if too few sections."""
-    return topics_from_sections(section_rows(rows))
+    return topics_from_sections(section_rows(rows), appended_from(rows))
 
 
-def topics_from_sections(sections: Mapping[SectionKey, list[Mapping]]) -> list[Topic]:
-    """``topics_from_headings`` of sections already found (``section_rows``)."""
+def topics_from_sections(
+    sections: Mapping[SectionKey, list[Mapping]], appended: Mapping[str, Appended] | None = None
+) -> list[Topic]:
+    """``topics_from_headings`` of sections already found (``section_rows``), ``appended`` read off all the rows."""
     grouped = {
         key: group for key, group in sections.items() if key.title != FRONT_MATTER and not is_reference_list(key.title)
     }
@@ -198,8 +235,18 @@ def topics_from_sections(sections: Mapping[SectionKey, list[Mapping]]) -> list[T
     names = section_titles(list(grouped))
     openings = {key.document_id: key for key in reversed(grouped)}  # each document's first section
     several = len(openings) > 1
+    starts = {doc: part.first for doc, part in (appended or {}).items()}
+    tail = {key for key, group in grouped.items() if group[0]["ordinal"] >= starts.get(key.document_id, math.inf)}
     topics = []
-    for keys in _groups_by_document(found, MAX_TOPICS):
+    for keys in _groups_by_document(found, MAX_TOPICS, tail):
+        if keys[0] in tail:
+            doc = keys[0].document_id
+            title = _labels_title((appended or {})[doc].labels)
+            members = [r for k in keys for r in grouped[k]]
+            topics.append(
+                _heading_topic(keys, [f"{doc} appended: {title}" if several else f"Appended: {title}"], members)
+            )
+            continue
         shown = [names[k] for k in keys if not weak_title(names[k])]
         if not shown:  # nothing to name it by: the opening pages are front matter, later ones keep their names
             opening = openings[keys[0].document_id] == keys[0]
@@ -247,30 +294,43 @@ def topic_title(sections: Sequence[str], count: int | None = None) -> str:
     return f"{sections[0]} … {sections[-1]} ({count or len(sections)} sections)"
 
 
+def _labels_title(labels: Sequence[str]) -> str:
+    """What was appended, by its labels: "Exhibit 21; Exhibit 23", or the first and the last of more
+    ("Exhibit 10.13 … EXHIBIT 32.2"; a label set inside a heading, "Appendix D Appendix D", is not counted)."""
+    return "; ".join(labels) if len(labels) <= 2 else f"{labels[0]} … {labels[-1]}"
+
+
 def _own(members: Sequence[Mapping]) -> tuple[tuple[str, ...], bool]:
     """A topic's own chunk ids, and whether they hold too little text to stand alone."""
     return tuple(r["chunk_id"] for r in members), sum(body_words(r) for r in members) < SHORT_TOPIC_WORDS
 
 
-def _groups_by_document(items: Sequence[tuple[SectionKey, int]], limit: int) -> list[list[SectionKey]]:
+def _groups_by_document(
+    items: Sequence[tuple[SectionKey, int]], limit: int, appended: Collection[SectionKey] = ()
+) -> list[list[SectionKey]]:
     """``_contiguous_groups`` within each document, at most ``limit`` in all: a topic of two documents' sections
     reads as one subject when it is two (the sample memo's "MEMORANDUM" with the agreement's "1 Definitions; 2
     Services" quoted the memo's car park among the agreement's definitions). Each document gets a share of the
-    ``limit`` by its size (chunks), one at least; with more documents than ``limit``, runs may join documents."""
+    ``limit`` by its size (chunks), one at least; its ``appended`` sections one group of their own, by no size,
+    while there is room for them; with more documents than ``limit``, runs may join documents."""
     documents: dict[str, list[tuple[SectionKey, int]]] = {}
+    for key, _ in items:
+        documents.setdefault(key.document_id, [])
+    parts: dict[tuple[str, bool], list[tuple[SectionKey, int]]] = {}
+    room = len(documents) + len({key.document_id for key in appended}) <= limit
     for key, size in items:
-        documents.setdefault(key.document_id, []).append((key, size))
-    if len(documents) > limit:
+        parts.setdefault((key.document_id, room and key in appended), []).append((key, size))
+    if len(parts) > limit:
         return _contiguous_groups(items, limit)
-    shares = dict.fromkeys(documents, 1)
-    sizes = {doc: sum(n for _, n in its) for doc, its in documents.items()}
-    for _ in range(limit - len(documents)):  # the highest average (D'Hondt), among documents with sections to spare
-        spare = [doc for doc, its in documents.items() if shares[doc] < len(its)]
+    shares = dict.fromkeys(parts, 1)
+    sizes = {part: sum(n for _, n in its) for part, its in parts.items()}
+    for _ in range(limit - len(parts)):  # the highest average (D'Hondt), among bodies with sections to spare
+        spare = [part for part, its in parts.items() if not part[1] and shares[part] < len(its)]
         if not spare:
             break
-        most = max(spare, key=lambda doc: sizes[doc] / (shares[doc] + 1))
+        most = max(spare, key=lambda part: sizes[part] / (shares[part] + 1))
         shares[most] += 1
-    return [group for doc, its in documents.items() for group in _contiguous_groups(its, shares[doc])]
+    return [group for part, its in parts.items() for group in _contiguous_groups(its, shares[part])]
 
 
 def _contiguous_groups(items: Sequence[tuple[SectionKey, int]], limit: int) -> list[list[SectionKey]]:

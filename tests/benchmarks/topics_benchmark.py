@@ -22,10 +22,16 @@ document and in total:
   (``citesum.tasks.text.is_boilerplate``), which a part quotes only when it has nothing else.
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
-development set's filings) instead of the sample corpus.
+development set's filings) instead of the sample corpus. With ``--questions FILE`` too (a development set's
+questions.jsonl), the documents its answerable questions name are briefed, and ``gold_cited_share`` is the share of
+those questions whose document's brief cites one of their evidence pages: a brief has no reference to score against,
+but a set's questions ask what a reader of the document wants from it. Beside it, ``lead_gold_cited_share``: the same
+for lead of sections, each topic's sections' first statements (6 to 80 words) in document order, as many as its
+part has sentences.
 
     python tests/benchmarks/topics_benchmark.py
     python tests/benchmarks/topics_benchmark.py --db /tmp/fb 3M_2018_10K.pdf BOEING_2022_10K.pdf
+    python tests/benchmarks/topics_benchmark.py --db /tmp/fb --questions ../shared/eval/financebench/questions.jsonl
 """
 
 from __future__ import annotations
@@ -109,6 +115,52 @@ def measure(summary, rows, topics) -> dict:
     }
 
 
+def brief_pages(summary) -> set[tuple[str, int]]:
+    """The (document, page) pairs a summary cites."""
+    pages = set()
+    for part in summary.parts:
+        chunks = {e.label: e.candidate.chunk for e in part.section.evidence}
+        for chunk in (chunks[label] for s in part.section.sentences for label in s.citations):
+            pages.update((chunk.document_id, p) for p in range(chunk.page_start, chunk.page_end + 1))
+    return pages
+
+
+def lead_pages(summary, rows, topics) -> set[tuple[str, int]]:
+    """The pages lead of sections cites: per topic, its sections' first statements in document order, as many as the
+    topic's part has sentences."""
+    from citesum.tasks.summarize.synthesizers.extractive import MAX_WORDS, MIN_WORDS, word_count
+    from citesum.tasks.summarize.topics import section_rows
+    from citesum.tasks.text import sentences
+
+    section_of = {r["chunk_id"]: key for key, group in section_rows(rows).items() for r in group}
+    by_id = {r["chunk_id"]: r for r in rows}
+    length = {part.section.title: len(part.section.sentences) for part in summary.parts}
+    pages = set()
+    for topic in topics:
+        firsts, seen = [], set()
+        for chunk_id in topic.chunk_ids:
+            row = by_id[chunk_id]
+            if section_of.get(chunk_id) in seen:
+                continue
+            if any(MIN_WORDS <= word_count(s) <= MAX_WORDS for s in sentences(row["text"])):
+                seen.add(section_of.get(chunk_id))
+                firsts.append(row)
+        for row in firsts[: length.get(topic.title, 0)]:
+            pages.update((row["document_id"], p) for p in range(row["page_start"], row["page_end"] + 1))
+    return pages
+
+
+def clusters(store, document: str):
+    """The cluster topics a brief of ``document`` has when it has no heading topics (as ``tasks.find_topics``)."""
+    import numpy as np
+
+    from citesum.tasks.summarize.tasks import chunk_rows
+    from citesum.tasks.summarize.topics import topics_from_clusters
+
+    rows = chunk_rows(store, (document,), vectors=True)
+    return topics_from_clusters(rows, np.asarray([r["vector"] for r in rows], np.float32))
+
+
 def main() -> None:
     import argparse
 
@@ -124,7 +176,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="an existing store to brief instead of the sample corpus")
     parser.add_argument("documents", nargs="*", help="with --db: the documents to brief (default: all)")
+    parser.add_argument(
+        "--questions", help="with --db: a questions.jsonl whose answerable questions' documents to brief"
+    )
     args = parser.parse_args()
+    from citesum.tasks.summarize.evaluate import load_questions
+
+    questions = [q for q in load_questions(args.questions) if q.answerable] if args.questions else []
     root = Path(tempfile.mkdtemp(prefix="citesum-topics-"))
     if args.db is None:
         load_sample_corpus().write_sample_corpus(root / "corpus")
@@ -139,13 +197,19 @@ def main() -> None:
         if args.db is None:
             assert run_ingest(None, settings).is_completed()
         store = LanceStore.open(settings.store.db)
-        for document in args.documents or sorted(store.documents()):
+        named = sorted({d for q in questions for d in q.documents})
+        briefed: set[tuple[str, int]] = set()  # every (document, page) a brief cites
+        lead: set[tuple[str, int]] = set()
+        for document in args.documents or named or sorted(store.documents()):
             state = run_summarize(None, [document], "topics", "extractive", settings)
             summary = state.result()
             rows = chunk_rows(store, (document,))
             topics = topics_from_headings(rows)
             origin = "headings" if topics else "clusters"
             results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows, topics)}
+            briefed |= brief_pages(summary)
+            if questions:
+                lead |= lead_pages(summary, rows, topics or clusters(store, document))
     heading = [r for r in results.values() if r["origin"] == "headings"]
     own, cited = sum(r["own_section"] for r in heading), sum(r["cited_chunks"] for r in heading)
     sections = sum(r["sections"] for r in heading)
@@ -163,6 +227,10 @@ def main() -> None:
         "standard_quoted": sum(r["standard_quoted"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }
+    if questions:
+        total["questions"] = len(questions)
+        total["gold_cited_share"] = round(sum(bool(q.pages & briefed) for q in questions) / len(questions), 3)
+        total["lead_gold_cited_share"] = round(sum(bool(q.pages & lead) for q in questions) / len(questions), 3)
     print(json.dumps({"documents": results, "total": total}, indent=2))
 
 

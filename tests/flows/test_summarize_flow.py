@@ -346,3 +346,50 @@ def test_cli_eval_ingests_and_reports_retrieval_figures(ingested, tmp_path):
     assert figures["candidates"]["hit@50"] == 1.0 and figures["evidence"]["hit@8"] == 1.0
     assert set(figures["dense_baseline"]) >= {"hit@8", "hit@50"}
     assert set(figures["by_source"]) == {"sample"}
+
+
+def test_an_appended_exhibit_is_one_topic_of_the_brief(tmp_path, sample):
+    """A supply agreement of eight sections with a longer plan appended as "Exhibit A": the brief gives the plan one
+    topic, titled by its label, and the agreement the others (before, the plan's articles took most of them)."""
+    import pymupdf
+
+    sections = ["Definitions", "Supply", "Orders", "Delivery", "Prices", "Invoicing", "Liability", "Termination"]
+    articles = ["Eligibility", "Contributions", "Vesting", "Distributions", "Administration", "Amendment"]
+
+    def paragraph(subject: str, n: int) -> str:
+        return " ".join(
+            f"The {subject.lower()} clause sets out rule {n}.{i} for both parties in plain terms." for i in range(6)
+        )
+
+    items = [item for n, s in enumerate(sections, 1) for item in (("h", f"{n} {s}", 1), ("p", paragraph(s, n)))]
+    items += [("h", "Exhibit A", 1), ("p", "Savings plan of the Supplier's employees, appended to this agreement.")]
+    items += [
+        item
+        for n, a in enumerate(articles, 1)
+        for item in [("h", f"ARTICLE {n} {a}", 1)] + [("p", paragraph(a, n))] * 5
+    ]
+    doc = pymupdf.open()
+    flow = sample.Flow(doc, sample.AGREEMENT_STYLE)
+    flow.title("SUPPLY AGREEMENT", 18.0)
+    sample._lay_out(flow, items)
+    flow.close()
+    (tmp_path / "corpus").mkdir()
+    doc.save(tmp_path / "corpus" / "supply.pdf")
+    settings = Settings(
+        corpus=tmp_path / "corpus", db=str(tmp_path / "db"), runs_dir=tmp_path / "runs", ollama_host=closed_port_url()
+    )
+    assert run_ingest(None, settings).is_completed()
+
+    summary = summarize(settings, documents=["supply.pdf"], mode="topics")
+    titles = [part.section.title for part in summary.parts]
+    *agreement, appended = titles
+    assert appended.startswith("Appended: Exhibit A"), titles
+    assert [t for part in agreement for t in part.split("; ")] == [f"{n} {s}" for n, s in enumerate(sections, 1)]
+    on_exhibit = [
+        part.section.title
+        for part in summary.parts
+        for sentence in part.section.sentences
+        for e in part.section.evidence
+        if e.label in sentence.citations and re.search("ARTICLE|Exhibit A", e.candidate.chunk.heading)
+    ]
+    assert set(on_exhibit) == {appended}

@@ -235,13 +235,17 @@ def topics_from_sections(
     names = section_titles(list(grouped))
     openings = {key.document_id: key for key in reversed(grouped)}  # each document's first section
     several = len(openings) > 1
-    starts = {doc: part.first for doc, part in (appended or {}).items()}
-    tail = {key for key, group in grouped.items() if group[0]["ordinal"] >= starts.get(key.document_id, math.inf)}
+    appended = appended or {}
+    tail = {
+        key
+        for key, group in grouped.items()
+        if key.document_id in appended and group[0]["ordinal"] >= appended[key.document_id].first
+    }
     topics = []
     for keys in _groups_by_document(found, MAX_TOPICS, tail):
         if keys[0] in tail:
             doc = keys[0].document_id
-            title = _labels_title((appended or {})[doc].labels)
+            title = _labels_title(appended[doc].labels)
             members = [r for k in keys for r in grouped[k]]
             topics.append(
                 _heading_topic(keys, [f"{doc} appended: {title}" if several else f"Appended: {title}"], members)
@@ -313,10 +317,8 @@ def _groups_by_document(
     Services" quoted the memo's car park among the agreement's definitions). Each document gets a share of the
     ``limit`` by its size (chunks), one at least; its ``appended`` sections one group of their own, by no size,
     while there is room for them; with more documents than ``limit``, runs may join documents."""
-    documents: dict[str, list[tuple[SectionKey, int]]] = {}
-    for key, _ in items:
-        documents.setdefault(key.document_id, [])
-    parts: dict[tuple[str, bool], list[tuple[SectionKey, int]]] = {}
+    documents = {key.document_id for key, _ in items}
+    parts: dict[tuple[str, bool], list[tuple[SectionKey, int]]] = {}  # (document, appended): its sections
     room = len(documents) + len({key.document_id for key in appended}) <= limit
     for key, size in items:
         parts.setdefault((key.document_id, room and key in appended), []).append((key, size))

@@ -117,12 +117,9 @@ def measure(summary, rows, topics) -> dict:
 
 def brief_pages(summary) -> set[tuple[str, int]]:
     """The (document, page) pairs a summary cites."""
-    pages = set()
-    for part in summary.parts:
-        chunks = {e.label: e.candidate.chunk for e in part.section.evidence}
-        for chunk in (chunks[label] for s in part.section.sentences for label in s.citations):
-            pages.update((chunk.document_id, p) for p in range(chunk.page_start, chunk.page_end + 1))
-    return pages
+    return {
+        (c.document_id, page) for c in summary.citations()[1].values() for page in range(c.page_start, c.page_end + 1)
+    }
 
 
 def lead_pages(summary, rows, topics) -> set[tuple[str, int]]:

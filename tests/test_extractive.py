@@ -163,6 +163,35 @@ def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedde
     assert {c for s in draft.sentences for c in s.citations} == {"c1"}, draft.raw
 
 
+def test_a_chunk_the_reranker_scored_far_below_the_first_gives_no_cover_to_a_question(embedder):
+    # c2's sentence is on the question, but the reranker scored its chunk at a fifth of the way from the last to
+    # the first (under COVER_SCORE): asked, it is no cover, and the room it leaves goes to c1's sentences, the more
+    # relevant extras. On the development sets such chunks' cover sentences were rarely on a gold page.
+    termination = (
+        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+        "A notice of termination for convenience must be signed by an officer of the terminating party. "
+        "Termination for convenience takes effect at the end of the notice period. "
+        "The terminating party must confirm the termination date in its notice. "
+        "Either party may terminate this Agreement for material breach not cured within thirty days. "
+        "On termination of this Agreement each party returns the other party's property."
+    )
+    insolvency = "The Customer may terminate the Agreement at once if the Supplier becomes insolvent."
+
+    def cited(second_score: float) -> list[str]:
+        ev = (
+            evidence_of("c1", termination, pages=(1, 1), score=1.0),
+            evidence_of("c2", insolvency, pages=(2, 2), score=second_score),
+            evidence_of("c3", WEATHER, pages=(3, 3), score=0.0),
+        )
+        draft = ExtractiveSynthesizer(embedder).synthesize(
+            SynthesisRequest("How can the Agreement be terminated?", ev, max_sentences=5, is_question=True)
+        )
+        return [c for s in draft.sentences for c in s.citations]
+
+    assert cited(0.2) == ["c1"] * 5  # the best match, the two extras and the places c2 and c3 left
+    assert set(cited(0.6)) == {"c1", "c2"}  # scored near the first, it covers its chunk
+
+
 def test_a_topic_quotes_each_of_its_first_chunks(embedder):
     """A topic's first chunks are the leads of its sections (``tasks.by_section``): each is quoted, however far its
     sentences are from the topic's title. "6 Confidentiality; ...; 9 Warranties" had said nothing of warranties."""

@@ -18,6 +18,12 @@ TERMINATION = (
     "Termination does not relieve the Customer of fees already due."
 )
 FEES = "The Customer shall pay each invoice within thirty days of receipt. Late payments accrue interest at 1% a month."
+CONVENIENCE = (  # four sentences on terminating for convenience, the first the best match to "how ... terminated"
+    "Either party may terminate this Agreement for convenience on ninety days' written notice. "
+    "A notice of termination for convenience must be signed by an officer of the terminating party. "
+    "Termination for convenience takes effect at the end of the notice period. "
+    "The terminating party must confirm the termination date in its notice."
+)
 WEATHER = "The office kitchen is cleaned every Friday afternoon by the facilities team of the building."
 
 
@@ -67,12 +73,7 @@ def test_a_sentence_over_the_word_cap_is_quoted_by_its_clauses(embedder):
 
 def test_the_best_sentence_of_each_leading_chunk_is_cited_before_more_of_the_first(embedder):
     # c1 holds several termination sentences; c2 and c3 one each, about other ways it ends.
-    first = (
-        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
-        "A notice of termination for convenience must be signed by an officer of the terminating party. "
-        "Termination for convenience takes effect at the end of the notice period. "
-        "The terminating party must confirm the termination date in its notice."
-    )
+    first = CONVENIENCE
     second = (
         "Company profile and history of the supplier since 1998. "
         "The Customer may terminate the Agreement at once if the Supplier becomes insolvent."
@@ -128,12 +129,7 @@ def test_a_running_title_in_capitals_is_no_answer_though_it_names_what_was_asked
 
 def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
     # One chunk of four sentences on the question: its best covers it, then two more by relevance.
-    chunk = (
-        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
-        "A notice of termination for convenience must be signed by an officer of the terminating party. "
-        "Termination for convenience takes effect at the end of the notice period. "
-        "The terminating party must confirm the termination date in its notice."
-    )
+    chunk = CONVENIENCE
     draft = ExtractiveSynthesizer(embedder).synthesize(
         SynthesisRequest("How can the Agreement be terminated?", tuple(evidence(chunk)), max_sentences=5)
     )
@@ -144,12 +140,7 @@ def test_a_chunk_whose_best_sentence_is_far_from_the_best_gives_no_cover(embedde
     # The second chunk's one sentence is about the term, not termination: its cosine with the question is
     # about 0.72 of the best sentence's, under the cover cosine (0.75), and the first chunk's sentences are
     # more relevant extras, so it is not quoted.
-    termination = (
-        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
-        "A notice of termination for convenience must be signed by an officer of the terminating party. "
-        "Termination for convenience takes effect at the end of the notice period. "
-        "The terminating party must confirm the termination date in its notice."
-    )
+    termination = CONVENIENCE
     term = "The term of the Agreement is three years from the Effective Date."
     ev = (
         evidence_of("c1", termination, pages=(1, 1), score=1.0),
@@ -167,12 +158,8 @@ def test_a_chunk_the_reranker_scored_far_below_the_first_gives_no_cover_to_a_que
     # c2's sentence is on the question, but the reranker scored its chunk at a fifth of the way from the last to
     # the first (under COVER_SCORE): asked, it is no cover, and the room it leaves goes to c1's sentences, the more
     # relevant extras. On the development sets such chunks' cover sentences were rarely on a gold page.
-    termination = (
-        "Either party may terminate this Agreement for convenience on ninety days' written notice. "
-        "A notice of termination for convenience must be signed by an officer of the terminating party. "
-        "Termination for convenience takes effect at the end of the notice period. "
-        "The terminating party must confirm the termination date in its notice. "
-        "Either party may terminate this Agreement for material breach not cured within thirty days. "
+    termination = CONVENIENCE + (
+        " Either party may terminate this Agreement for material breach not cured within thirty days. "
         "On termination of this Agreement each party returns the other party's property."
     )
     insolvency = "The Customer may terminate the Agreement at once if the Supplier becomes insolvent."

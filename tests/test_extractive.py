@@ -179,6 +179,24 @@ def test_a_chunk_the_reranker_scored_far_below_the_first_gives_no_cover_to_a_que
     assert set(cited(0.6)) == {"c1", "c2"}  # scored near the first, it covers its chunk
 
 
+def test_a_chunk_with_nothing_to_quote_gives_its_place_to_an_extra_however_it_scored(embedder):
+    # c2, scored near the first, holds only a caption under the word floor: it gives no cover but its place, as c3,
+    # scored low, does. So the best match, two extras and two more, all of c1.
+    termination = CONVENIENCE + (
+        " Either party may terminate this Agreement for material breach not cured within thirty days. "
+        "On termination of this Agreement each party returns the other party's property."
+    )
+    ev = (
+        evidence_of("c1", termination, pages=(1, 1), score=1.0),
+        evidence_of("c2", "Schedule 4.", pages=(2, 2), score=0.9),
+        evidence_of("c3", WEATHER, pages=(3, 3), score=0.0),
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("How can the Agreement be terminated?", ev, max_sentences=5, is_question=True)
+    )
+    assert [c for s in draft.sentences for c in s.citations] == ["c1"] * 5, draft.raw
+
+
 def test_a_topic_quotes_each_of_its_first_chunks(embedder):
     """A topic's first chunks are the leads of its sections (``tasks.by_section``): each is quoted, however far its
     sentences are from the topic's title. "6 Confidentiality; ...; 9 Warranties" had said nothing of warranties."""

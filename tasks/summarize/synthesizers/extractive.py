@@ -16,8 +16,8 @@ best sentence of each other of the first ``COVER`` evidence chunks, in rank orde
 cosine is near the best sentence's (``COVER_COSINE``: a chunk the reranker liked for its
 heading alone gives nothing; a part written unasked, a topic, whose first chunks lead its sections, quotes each)
 and, asked, when its chunk's rerank score (scaled 0..1 within the evidence) is at least ``COVER_SCORE``: a chunk
-scored far below the first leaves its place to one more sentence by relevance, mostly of the chunks ranked above
-it; then up to ``EXTRA`` more by relevance, skipping near-repeats;
+scored far below the first, or with no sentence to quote, leaves its place to one more sentence by relevance, mostly
+of the chunks ranked above it; then up to ``EXTRA`` more by relevance, skipping near-repeats;
 each sentence cites the chunk it came from. When no chunk of the evidence (its text or heading)
 holds a single keyword of the user's question (``is_question``), nothing bears on it: the
 synthesizer says "Not stated in the evidence." instead of quoting the least unrelated sentences
@@ -78,7 +78,7 @@ SHORT_WORDS = 2  # ... unless they hold a keyword of the instruction: a lookup's
 MAX_WORDS = 80  # longer "sentences" are split into clauses: run-on table rows, lists, contract clauses
 COVER = 4  # the first evidence chunks that each give their best sentence (when it passes the floor)
 COVER_COSINE = 0.75  # share of the best sentence's cosine a chunk's best sentence needs to be taken as cover
-COVER_SCORE = 0.3  # asked, the scaled rerank score a chunk needs to give a sentence as cover (else an extra)
+COVER_SCORE = 0.3  # asked, the scaled rerank score a chunk needs to give a sentence as cover (else an extra does)
 EXTRA = 2  # sentences taken after those, by relevance alone
 REDUNDANCY = 0.85  # similarity above which a sentence repeats one already chosen
 RELEVANCE_FLOOR = 0.5  # share of the best sentence's relevance a sentence needs to be kept
@@ -250,24 +250,24 @@ class ExtractiveSynthesizer:
         else:  # a topic quotes each of its first chunks, its sections' leads (``tasks.by_section``), a whole
             # sentence before a clause of a long one
             covering = sorted(by_relevance, key=lambda i: pool[i].clause)
-        # Asked, a chunk the reranker scored far below the first gives no cover sentence but its place to an extra:
-        # on the development sets such chunks' cover sentences were rarely on a gold page (README, how the
-        # extractive selection was chosen).
+        # Asked, a chunk the reranker scored far below the first, or with nothing to quote, gives its place to an
+        # extra: on the development sets such chunks' cover sentences were rarely on a gold page, and an extra of
+        # the chunks above did better than a shorter summary (README, how the extractive selection was chosen).
         scored = {s.citations[0]: s.prior for s in pool}
-        covered = [label for label in cover if not strict or scored.get(label, 0.0) >= COVER_SCORE]
+        low = {label for label in cover if strict and scored.get(label, 0.0) < COVER_SCORE}
         picked: list[int] = []
         if cover:  # the evidence's best match to each thing the question asks, wherever its chunk ranked
             picked.extend(best_matches(each or [parts], similarity)[:limit])
-        for label in covered:
+        for label in cover:
             if len(picked) >= limit:
                 break
-            if any(pool[i].citations[0] == label for i in picked):
-                continue  # the best match covers its chunk
+            if label in low or any(pool[i].citations[0] == label for i in picked):
+                continue  # scored low, or the best match covers its chunk
             of_chunk = (i for i in covering if pool[i].citations[0] == label)
             if (best := next((i for i in of_chunk if _fresh(i, picked, similarity)), None)) is not None:
                 picked.append(best)
         if cover:
-            limit = min(limit, len(picked) + EXTRA + len(cover) - len(covered))
+            limit = min(limit, len(picked) + EXTRA + len(low))
         for i in ranked:
             if len(picked) >= limit:
                 break

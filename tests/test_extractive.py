@@ -127,6 +127,27 @@ def test_a_running_title_in_capitals_is_no_answer_though_it_names_what_was_asked
     assert pool == ["Boeing Capital's portfolio totaled $1.6 billion at December 31, 2022."]
 
 
+def test_a_header_that_echoes_the_question_is_no_answer(embedder):
+    # MMLongBench-Doc's market list: the column header, a chunk of its own ranked first, holds every word of the
+    # question but the code, and was quoted as the best match instead of the market the code names.
+    ev = (
+        evidence_of("c1", "EPS Geographic Market Name Code", pages=(8, 8), score=1.0),
+        evidence_of(
+            "c2",
+            "1. Little Rock AR01 2. Northern Arkansas AR02 New Mexico (NM)\n\n"
+            "1. Albuquerque and Northern New Mexico NM01 2. Southern New Mexico NM02",
+            pages=(8, 8),
+            score=0.5,
+        ),
+    )
+    question = "What is the geographic market name for EPS code AR01?"
+    assert "EPS Geographic Market Name Code" not in [s.text for s in evidence_sentences(ev, question)]
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest(question, ev, max_sentences=5, is_question=True)
+    )
+    assert draft.sentences[0].text == "Little Rock AR01 2.", draft.raw
+
+
 def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
     # One chunk of four sentences on the question: its best covers it, then two more by relevance.
     chunk = CONVENIENCE

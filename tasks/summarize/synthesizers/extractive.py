@@ -8,7 +8,9 @@ parts; when the instruction asks for a quantity (``asks_for_quantity``: "how man
 part. Sentences far less relevant than the best are left out. A piece under ``MIN_WORDS``
 is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
 "Little Rock AR01 2." for "the market name for code AR01") and is no running title in capitals ("THE BOEING
-COMPANY"). The summary first takes the
+COMPANY"). Asked, a sentence made only of the question's own keywords is no candidate: it echoes the question (a
+column header, "EPS Geographic Market Name Code" for "the geographic market name for EPS Code AR01") and answers
+nothing. The summary first takes the
 evidence's best match to the instruction, judged sentence by sentence (the same parts less
 its chunk's score: an answer in a chunk the reranker ranked low is still quoted; for a question
 asking two things, ``question_parts``, the best match to each), then the
@@ -156,7 +158,11 @@ def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str
 
 def _statement(sentence: str, keywords: set[str]) -> bool:
     """Long enough to say something (or short and naming what was asked, but no running title in capitals: "THE
-    BOEING COMPANY" names the company a question asks about and says nothing of it), short enough to quote."""
+    BOEING COMPANY" names the company a question asks about and says nothing of it), short enough to quote, and
+    more than the question's own words (a header that echoes it)."""
+    held = set(terms(sentence))
+    if keywords and held and held <= keywords:
+        return False
     count = word_count(sentence)
     if count < MIN_WORDS:
         shouted = sentence.isupper() and is_title(sentence)

@@ -1,7 +1,7 @@
 """The ``citesum`` command line.
 
 Exit codes: 0 done; 1 the run failed or some document failed; 2 unusable input or settings (bad path, model
-mismatch, invalid option). Commands raise; ``Command.invoke`` turns an error into its exit code
+mismatch, invalid option); 143 stopped by SIGTERM (``terminated``). Commands raise; ``Command.invoke`` turns an error into its exit code
 (``CitesumError.exit_code``) and one line on stderr (with ``--json`` also ``{"error": {...}}`` on stdout), and
 prints a traceback only for a bug or with ``--verbose``. Engine logs go to the Prefect API; on the terminal
 they appear only with ``--verbose``.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import threading
 from functools import partial
 from pathlib import Path
@@ -380,8 +381,6 @@ def watch(
     poll: Annotated[float | None, typer.Option(help="Seconds between polls (default: 2).")] = None,
 ):
     """Move complete PDFs from an upload folder into the corpus and announce each for ingestion."""
-    import signal
-
     from citesum.deployments import watch as watching
 
     settings = make_settings(inbox=inbox, corpus=corpus, watch_poll_seconds=poll)
@@ -424,7 +423,14 @@ def outcome(state):
     return result
 
 
+def terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's, a CI job's or `timeout`'s stop) ends a command as an exception does: with-blocks and
+    exit handlers run, so the temporary Prefect server stops with the process; killed outright, it outlived it."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, terminated)  # ``watch`` sets its own: it stops between polls
     # Defaults for libraries the commands load: never reach a model hub, give the
     # temporary Prefect server time to start on a busy 2-core machine; engine output stays off the terminal.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,54 @@ def test_an_unchanged_reingest_starts_no_run_and_a_changed_one_does(tmp_path, sa
     changed = citesum("ingest", str(corpus), "--db", str(db), "--json")
     assert changed.returncode == 0, changed.stderr
     assert [d["status"] for d in json.loads(changed.stdout)["documents"]] == ["updated"]
+
+
+def test_a_terminated_ingest_stops_its_temporary_prefect_server(tmp_path, sample):
+    # Without PREFECT_API_URL the command starts a temporary Prefect server, a child process. Stopped by SIGTERM (a
+    # scheduler's or `timeout`'s stop), the command used to die at once and leave the server running, reparented.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    sample.services_agreement(corpus / AGREEMENT)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL" and not k.startswith("CITESUM_")}
+    command = [str(CITESUM), "ingest", str(corpus), "--db", str(tmp_path / "db")]
+    with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as run:
+        server = wait_for_child(run.pid, "uvicorn")
+        run.send_signal(signal.SIGTERM)
+        code = run.wait(timeout=120)
+    outlived = alive(server)
+    if outlived:
+        os.kill(server, signal.SIGKILL)  # no stray server for the rest of the session
+    assert not outlived, "the temporary Prefect server outlived the command"
+    assert code == 128 + signal.SIGTERM  # the shell's code for a process stopped by SIGTERM
+
+
+def children(pid: int) -> list[tuple[int, str]]:
+    """The processes whose parent is ``pid``, with their command lines (Linux's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue  # not a process, or gone meanwhile
+        if ppid == pid:
+            found.append((int(entry.name), command))
+    return found
+
+
+def wait_for_child(pid: int, name: str, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if match := [child for child, command in children(pid) if name in command]:
+            return match[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no {name} child of {pid} within {timeout} s")
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -2,9 +2,9 @@
 
 Exit codes: 0 done; 1 the run failed or some document failed; 2 unusable input or settings (bad path, model
 mismatch, invalid option); 143 stopped by SIGTERM (``terminated``). Commands raise; ``Command.invoke`` turns an
-error into its exit code (``CitesumError.exit_code``) and one line on stderr (with ``--json`` also ``{"error": {...}}`` on stdout), and
-prints a traceback only for a bug or with ``--verbose``. Engine logs go to the Prefect API; on the terminal
-they appear only with ``--verbose``.
+error into its exit code (``CitesumError.exit_code``) and one line on stderr (with ``--json`` also
+``{"error": {...}}`` on stdout), and prints a traceback only for a bug or with ``--verbose``. Engine logs go to the
+Prefect API; on the terminal they appear only with ``--verbose``.
 """
 
 from __future__ import annotations

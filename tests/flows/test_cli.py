@@ -6,6 +6,7 @@ its stderr is the real one: Prefect's console logging, the progress bars of the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from prefect.settings import PREFECT_API_URL
 from typer.testing import CliRunner
@@ -166,43 +168,30 @@ def test_a_terminated_ingest_stops_its_temporary_prefect_server(tmp_path, sample
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL" and not k.startswith("CITESUM_")}
     command = [str(CITESUM), "ingest", str(corpus), "--db", str(tmp_path / "db")]
     with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as run:
-        server = wait_for_child(run.pid, "uvicorn")
+        server = wait_for_child(psutil.Process(run.pid), "uvicorn")
         run.send_signal(signal.SIGTERM)
         code = run.wait(timeout=120)
     outlived = alive(server)
     if outlived:
-        os.kill(server, signal.SIGKILL)  # no stray server for the rest of the session
+        server.kill()  # no stray server for the rest of the session
     assert not outlived, "the temporary Prefect server outlived the command"
     assert code == 128 + signal.SIGTERM  # the shell's code for a process stopped by SIGTERM
 
 
-def children(pid: int) -> list[tuple[int, str]]:
-    """The processes whose parent is ``pid``, with their command lines (Linux's /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, ValueError, IndexError):
-            continue  # not a process, or gone meanwhile
-        if ppid == pid:
-            found.append((int(entry.name), command))
-    return found
-
-
-def wait_for_child(pid: int, name: str, timeout: float = 120) -> int:
+def wait_for_child(process: psutil.Process, name: str, timeout: float = 120) -> psutil.Process:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if match := [child for child, command in children(pid) if name in command]:
-            return match[0]
+        for child in process.children():
+            with contextlib.suppress(psutil.Error):  # gone meanwhile
+                if name in " ".join(child.cmdline()):
+                    return child
         time.sleep(0.2)
-    raise AssertionError(f"no {name} child of {pid} within {timeout} s")
+    raise AssertionError(f"no {name} child of {process.pid} within {timeout} s")
 
 
-def alive(pid: int) -> bool:
+def alive(process: psutil.Process) -> bool:
     """Running, not a zombie waiting to be reaped."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    return state != "Z"

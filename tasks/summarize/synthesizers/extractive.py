@@ -160,9 +160,8 @@ def _statement(sentence: str, keywords: set[str]) -> bool:
     """Long enough to say something (or short and naming what was asked, but no running title in capitals: "THE
     BOEING COMPANY" names the company a question asks about and says nothing of it), short enough to quote, and
     more than the question's own words (a header that echoes it)."""
-    held = set(terms(sentence))
-    if keywords and held and held <= keywords:
-        return False
+    if keywords and (held := set(terms(sentence))) and held <= keywords:
+        return False  # a brief (no keywords) pays nothing for this: it reads every chunk in exhaustive mode
     count = word_count(sentence)
     if count < MIN_WORDS:
         shouted = sentence.isupper() and is_title(sentence)

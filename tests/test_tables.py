@@ -836,6 +836,23 @@ def test_a_label_broken_over_two_lines_at_a_tables_end_is_in_the_table_only():
     assert not [b.text for b in blocks if not b.table and "354" in b.text]
 
 
+def test_values_set_on_the_line_under_their_label_are_its_row():
+    # 3M_2018_10K p.81, JOHNSON_JOHNSON_2023_8K p.19: values set on the last line of a label that MuPDF reads as one
+    # line came out as a row without a label ("| 273 | 277") under a label without values
+    def draw(page):
+        y = draw_table(page, INCOME[:2], top=100)
+        page.insert_text((72, y), "Property, sales-related and other taxes", fontsize=SIZE)
+        draw_at(page, y + 12, [], [(420, "273"), (500, "277")])
+        draw_at(page, y + 26, [(72, "Pension and postretirement benefits")], [(420, "76"), (500, "69")])
+
+    (table,) = tables(one_page(draw))
+    assert table.text.splitlines()[-2:] == [
+        "Property, sales-related and other taxes | 273 | 277",
+        "Pension and postretirement benefits | 76 | 69",
+    ]
+    assert "Property, sales-related and other taxes: 2024 273; 2023 277" in row_findings(table.text).values()
+
+
 def test_a_table_under_the_next_heading_is_a_table_of_its_own():
     # BOEING_2022_10K p.80: Note 7's inventory table, two lines under Note 6's table, became rows of it, its years a
     # body row and its figures named by Note 6's columns ("Long-term contracts in progress: financing Other Assets
@@ -860,6 +877,37 @@ def test_a_table_under_the_next_heading_is_a_table_of_its_own():
     ]
     assert [b.text for b in blocks if "Note 7" in b.text] == ["Note 7 - Inventories"]
     assert "Long-term contracts in progress: 2024 $582; 2023 $872" in row_findings(second.text).values()
+
+
+def test_the_sentence_that_introduces_a_table_is_text_not_its_header_row():
+    # MICROSOFT_2016_10K p.94: under a "Year Ended June 30," header the figures of two tables are one run, cut where
+    # prose crosses the columns; the paragraph's last line and the sentence introducing the second table, both short
+    # of the columns, had become its first header rows, repeated on each of its chunks
+    lead_in = "Other operating income (loss) activity was as follows in the years presented:"
+
+    def draw(page):
+        y = draw_table(page, INCOME[:3], top=100)
+        y = wrapped(page, PROSE, left=72, top=y, width=440)
+        page.insert_text((72, y), lead_in, fontsize=SIZE)
+        page.insert_text((72, y + 14), "Year Ended June 30,", fontsize=SIZE)
+        draw_table(page, [("Impairment", "(1,110)", "(127)"), ("Other amounts", "(6,669)", "275")], top=y + 14)
+
+    blocks = one_page(draw)
+    first, second = tables(blocks)
+    assert second.text.splitlines() == [
+        "Year Ended June 30, | 2024 | 2023",
+        "Impairment | (1,110) | (127)",
+        "Other amounts | (6,669) | 275",
+    ]
+    assert second.header_rows == 1
+    assert [b.text for b in blocks if not b.table] == [f"{PROSE} {lead_in}"]
+
+
+@needs_financebench
+def test_a_paragraphs_last_line_above_a_table_stays_in_its_paragraph():
+    # BOEING_2022_10K p.97: "... and the net periodic benefit cost for the subsequent year." headed the assumptions table
+    assumptions = [t for t in page_tables("BOEING_2022_10K.pdf", 97) if "Discount rate: |  |  |" in t]
+    assert [t[0] for t in assumptions] == ["December 31, | 2022 | 2021 | 2020"]
 
 
 def test_a_group_label_set_left_of_the_labels_does_not_hide_the_years_above_it():

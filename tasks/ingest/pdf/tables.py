@@ -348,6 +348,9 @@ def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
         while body and len(_figures_in(body[-1][1])) < 2:  # a table ends on a row of figures
             body.pop()
             ends.pop()
+        while body and _is_lead_in(body[0][1]):  # and starts after the prose that crossed the columns
+            body.pop(0)
+            ends.pop(0)
         if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= MIN_ROWS:
             yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns, ends[-1])
         body, ends = [], []
@@ -359,10 +362,30 @@ def _is_title(cells: list[str]) -> bool:
     return len(text.split()) >= 3 and text.isupper() and not any(c.isdigit() for c in text)
 
 
+def _is_lead_in(cells: list[str]) -> bool:
+    """A line of prose short of the columns, no row: a paragraph's last line or the sentence that introduces the
+    table ("Corporate and Other operating income (loss) activity was as follows during the periods presented:",
+    MICROSOFT_2016_10K p.94), which had become the table's first header row, repeated on each of its chunks."""
+    label = cells[0]
+    return not any(cells[1:]) and (_prose(label) or label.endswith(":")) and len(label.split()) > HEADER_CELL_WORDS
+
+
+def _prose(label: str) -> bool:
+    """A line that reads as part of a paragraph: it starts in lower case or ends a sentence or clause (not "U.S.")."""
+    last = label.split()[-1] if label.split() else ""
+    return label[:1].islower() or label.endswith(";") or (last.endswith(".") and "." not in last[:-1])
+
+
 def _continues(previous: list[str], cells: list[str]) -> bool:
-    """A label broken over two lines: the first line has no values, and the second starts in lower case or the first
-    stops short ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in" / "2021")."""
-    return not any(previous[1:]) and bool(previous[0]) and bool(cells[0]) and label_goes_on(previous[0], cells[0])
+    """One row over two lines: the first line is a label without values, and the second starts in lower case or the
+    first stops short ("Pension settlement charge, net of tax of $314 million in 2022 and $355 million in" / "2021"),
+    or the second has figures and no label: they were set on the last line of a label that MuPDF reads as one
+    line ("Property, sales-related and other taxes" over "273 277", 3M_2018_10K p.81), which had lost its label."""
+    if any(previous[1:]) or not previous[0]:
+        return False
+    if not cells[0]:  # a paragraph's line beside the table is no label ("management letter;", ITC's report p.6)
+        return bool(_figures_in(cells)) and not _prose(previous[0])
+    return label_goes_on(previous[0], cells[0])
 
 
 def _figures_in(cells: list[str]) -> list[str]:

@@ -42,8 +42,9 @@ PREFIX = "CITESUM_"
 # inventories under Note 6's table), and a group label set left of the row labels ("Numerator") no longer hides the
 # years above it. 18: a table row's label begun left of where the labels begin is whole ("Net earnings ...",
 # "Assets"), not cut off inside the table's bounds. 19: the prose line that introduces a table, short of its
-# columns, is text, not the table's first header row; values set on the line under their label are its row.
-CHUNK_FORMAT = 19
+# columns, is text, not the table's first header row; values set on the line under their label are its row. 20: a
+# line that introduces a table ("... are as follows:") ends the table above it.
+CHUNK_FORMAT = 20
 
 
 def default_cache_dir() -> Path:

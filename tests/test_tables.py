@@ -525,8 +525,9 @@ def test_a_currency_sign_past_the_last_column_makes_no_cell_of_its_own():
 @needs_mmlongbench
 def test_a_currency_sign_keeps_its_figure_set_past_the_columns():
     # BESTBUY_2023_10K p.53: the 2021 amortization "$ 80" stands further right than the column it is in.
-    (intangibles,) = [t for t in page_tables("BESTBUY_2023_10K.pdf", 53, MMLONGBENCH) if "Tradenames" in t[4]]
-    assert intangibles[-2:] == [
+    # It is a table of its own, under "Amortization expense was as follows ($ in millions):".
+    (amortization,) = [t for t in page_tables("BESTBUY_2023_10K.pdf", 53, MMLONGBENCH) if "SG&A" in "\n".join(t)]
+    assert amortization == [
         "| Statement of Earnings Location |  | 2023 | 2022 | 2021",
         "Amortization expense SG&A |  |  | $86 | $82 | $80",
     ]
@@ -901,6 +902,28 @@ def test_the_sentence_that_introduces_a_table_is_text_not_its_header_row():
     ]
     assert second.header_rows == 1
     assert [b.text for b in blocks if not b.table] == [f"{PROSE} {lead_in}"]
+
+
+def test_a_line_that_introduces_a_table_ends_the_one_above_and_its_rows_take_their_own_header():
+    # WALMART_2020_10K p.75: with no row of years alone between them, a tax rate table, "Deferred Taxes", "The
+    # significant components ... are as follows:" and the deferred tax table were one table, and its rows were
+    # named by the first table's years ("Property and equipment: 2019 2020 4,621; 2018 2019 4,175")
+    lead_in = "The components of deferred taxes are as follows:"
+
+    def draw(page):
+        page.insert_text((72, 100), "Year Ended June 30,", fontsize=SIZE)
+        y = draw_table(page, INCOME[:3], top=100)
+        page.insert_text((72, y), "Deferred Taxes", fontsize=SIZE)
+        page.insert_text((72, y + 14), lead_in, fontsize=SIZE)
+        page.insert_text((72, y + 28), "(Amounts in millions)", fontsize=SIZE)
+        draw_table(page, [("Property and equipment", "4,621", "4,175")], top=y + 28, header=("2022", "2021"))
+
+    blocks = one_page(draw)
+    first, second = tables(blocks)
+    assert first.text.splitlines()[-1] == "Gross profit | 13,431 | 10,123"
+    assert second.text.splitlines() == ["(Amounts in millions) | 2022 | 2021", "Property and equipment | 4,621 | 4,175"]
+    assert list(row_findings(second.text).values()) == ["Property and equipment: 2022 4,621; 2021 4,175"]
+    assert [b.text for b in blocks if not b.table] == ["Deferred Taxes", lead_in]
 
 
 @needs_financebench

@@ -16,6 +16,7 @@ included, as one table).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ ROW_GAP = 2.5  # a vertical gap over this many line heights ends a table
 HEADER_CELL_WORDS = 5  # a header cell is a few words, a prose line is more
 LABEL_WORDS = 15
 _CURRENCY = frozenset("$€£")
+_FOLLOWS = re.compile(r"\b(?:as follows|the following|following (?:is|are))\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -329,14 +331,19 @@ def _label_start(cells: tuple[_Cell, ...], first_column: float) -> float | None:
 
 
 def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
-    """The group's tables: its rows from the first to the last with figures, cut where prose crosses the columns."""
+    """The group's tables: its rows from the first to the last with figures, cut where prose crosses the columns or
+    a line introduces the next table."""
     columns = _columns(rows, group)
     if columns is None:
         return
     body: list[tuple[int, list[str]]] = []
     ends: list[int] = []  # each body row's last line: a label broken over two lines ends on the second
+    introduced = False  # the body follows a line that introduces it: one row of figures makes it a table
     for index in [*range(group[0], group[-1] + 1), None]:
         cells = None if index is None else columns.assign(_cells(rows[index], columns.left, columns.right))
+        introduces = cells is not None and _introduces(cells)
+        if introduces:
+            cells = None  # ends the table above as prose crossing the columns does
         if cells is not None and body and _continues(body[-1][1], cells):
             body[-1] = (body[-1][0], [f"{body[-1][1][0]} {cells[0]}", *cells[1:]])
             ends[-1] = index
@@ -351,9 +358,9 @@ def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
         while body and _is_lead_in(body[0][1]):  # and starts after the prose that crossed the columns
             body.pop(0)
             ends.pop(0)
-        if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= MIN_ROWS:
+        if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= (1 if introduced else MIN_ROWS):
             yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns, ends[-1])
-        body, ends = [], []
+        body, ends, introduced = [], [], introduces
 
 
 def _is_title(cells: list[str]) -> bool:
@@ -368,6 +375,13 @@ def _is_lead_in(cells: list[str]) -> bool:
     MICROSOFT_2016_10K p.94), which had become the table's first header row, repeated on each of its chunks."""
     label = cells[0]
     return not any(cells[1:]) and (_prose(label) or label.endswith(":")) and len(label.split()) > HEADER_CELL_WORDS
+
+
+def _introduces(cells: list[str]) -> bool:
+    """A line that introduces a table ("The significant components of the Company's deferred tax account balances
+    are as follows:", WALMART_2020_10K p.75): no row's label says so. Two tables' figures form one run when no row of
+    years alone stands between them, and the second's rows had been named by the first's columns."""
+    return not any(cells[1:]) and cells[0].endswith((":", ".")) and _FOLLOWS.search(cells[0]) is not None
 
 
 def _prose(label: str) -> bool:

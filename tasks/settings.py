@@ -43,8 +43,9 @@ PREFIX = "CITESUM_"
 # years above it. 18: a table row's label begun left of where the labels begin is whole ("Net earnings ...",
 # "Assets"), not cut off inside the table's bounds. 19: the prose line that introduces a table, short of its
 # columns, is text, not the table's first header row; values set on the line under their label are its row. 20: a
-# line that introduces a table ("... are as follows:") ends the table above it.
-CHUNK_FORMAT = 20
+# line that introduces a table ("... are as follows:") ends the table above it. 21: a row's other figures set a line
+# under its label and first figure are its row, not a row without a label.
+CHUNK_FORMAT = 21
 
 
 def default_cache_dir() -> Path:

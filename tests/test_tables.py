@@ -854,6 +854,51 @@ def test_values_set_on_the_line_under_their_label_are_its_row():
     assert "Property, sales-related and other taxes: 2024 273; 2023 277" in row_findings(table.text).values()
 
 
+def test_a_rows_values_set_one_line_under_its_first_are_its_row():
+    # GENERALMILLS_2019_10K p.18: each row's first figure on its label's line, the other years' a line below; the
+    # second line had been a row without a label ("|  | 30,624.0 | 21,812.6 ..."), and "Net sales 16,865.2", above the
+    # first line of two figures, the table's header
+    columns = (380, 450, 520)
+
+    def draw(page):
+        draw_at(page, 100, [], list(zip(columns, ("2024", "2023", "2022"), strict=True)))
+        draw_at(page, 114, [(72, "Net sales")], [(columns[0], "16,865.2")])
+        signs = [(columns[1] - 52, "$"), (columns[2] - 52, "$")]
+        draw_at(page, 126, signs, [(columns[1], "15,740.4"), (columns[2], "15,619.8")])
+        draw_at(page, 140, [(72, "Gross margin")], list(zip(columns, ("5,756.8", "5,435.6", "5,567.8"), strict=True)))
+        draw_at(page, 154, [(72, "Total assets")], [(columns[0], "30,111.2")])
+        draw_at(page, 166, [], [(columns[1], "30,624.0"), (columns[2], "21,812.6")])
+        draw_at(page, 180, [(72, "Total debt")], list(zip(columns, ("14,490.0", "15,818.6", "9,481.7"), strict=True)))
+        # a figure under a row's empty first column is no rest of it: a cell spanning rows (2303.08559v2.pdf p.15)
+        draw_at(page, 194, [(72, "Backlog")], [(columns[1], "7.5"), (columns[2], "9.5")])
+        draw_at(page, 206, [], [(columns[0], "4")])
+        draw_at(page, 220, [(72, "Orders")], list(zip(columns, ("1.5", "2.5", "3.5"), strict=True)))
+
+    (table,) = tables(one_page(draw))
+    assert table.text.splitlines() == [
+        "| 2024 | 2023 | 2022",
+        "Net sales | 16,865.2 | $15,740.4 | $15,619.8",
+        "Gross margin | 5,756.8 | 5,435.6 | 5,567.8",
+        "Total assets | 30,111.2 | 30,624.0 | 21,812.6",
+        "Total debt | 14,490.0 | 15,818.6 | 9,481.7",
+        "Backlog |  | 7.5 | 9.5",
+        "| 4 |  |",
+        "Orders | 1.5 | 2.5 | 3.5",
+    ]
+    assert table.header_rows == 1
+    assert "Total assets: 2024 30,111.2; 2023 30,624.0; 2022 21,812.6" in row_findings(table.text).values()
+
+
+@needs_financebench
+def test_general_mills_selected_data_keeps_each_years_figure_in_its_row():
+    (table,) = [t for t in page_tables("GENERALMILLS_2019_10K.pdf", 18) if any("Total assets" in r for r in t)]
+    assert "Total assets | 30,111.2 | 30,624.0 | 21,812.6 | 21,712.3 | 21,832.0" in table
+    assert "Total debt (c) | 14,490.0 | 15,818.6 | 9,481.7 | 8,430.9 | 9,191.5" in table
+    assert [r for r in table if r.startswith("Net sales")] == [
+        "Net sales | 16,865.2 | $$ 15,740.4 | $15,619.8 | $16,563.1 | $17,630.3"
+    ]
+
+
 def test_a_table_under_the_next_heading_is_a_table_of_its_own():
     # BOEING_2022_10K p.80: Note 7's inventory table, two lines under Note 6's table, became rows of it, its years a
     # body row and its figures named by Note 6's columns ("Long-term contracts in progress: financing Other Assets

@@ -339,11 +339,16 @@ def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
     body: list[tuple[int, list[str]]] = []
     ends: list[int] = []  # each body row's last line: a label broken over two lines ends on the second
     introduced = False  # the body follows a line that introduces it: one row of figures makes it a table
-    for index in [*range(group[0], group[-1] + 1), None]:
+    for index in [*range(_first_row(rows, group[0], columns), group[-1] + 1), None]:
         cells = None if index is None else columns.assign(_cells(rows[index], columns.left, columns.right))
         introduces = cells is not None and _introduces(cells)
         if introduces:
             cells = None  # ends the table above as prose crossing the columns does
+        if cells is not None and body and _completes(body[-1][1], cells):
+            above = body[-1][1]
+            body[-1] = (body[-1][0], [above[0], *(a or b for a, b in zip(above[1:], cells[1:], strict=True))])
+            ends[-1] = index
+            continue
         if cells is not None and body and _continues(body[-1][1], cells):
             body[-1] = (body[-1][0], [f"{body[-1][1][0]} {cells[0]}", *cells[1:]])
             ends[-1] = index
@@ -361,6 +366,28 @@ def _tables(rows: list[_Row], group: list[int]) -> Iterator[FoundTable]:
         if sum(len(_figures_in(cells)) >= 2 for _, cells in body) >= (1 if introduced else MIN_ROWS):
             yield _found(rows, [*_header(rows, body[0][0], columns), *body], columns, ends[-1])
         body, ends, introduced = [], [], introduces
+
+
+def _first_row(rows: list[_Row], first: int, columns: _Columns) -> int:
+    """The group's first line, or the line above when that line holds the first row's label and first figures and
+    the group's first line the rest (``_completes``): the group begins at a line of two figures or more."""
+    if first == 0 or not _close(rows, first - 1, first):
+        return first
+    above = columns.assign(_cells(rows[first - 1], columns.left, columns.right))
+    below = columns.assign(_cells(rows[first], columns.left, columns.right))
+    return first - 1 if above is not None and below is not None and _completes(above, below) else first
+
+
+def _completes(previous: list[str], cells: list[str]) -> bool:
+    """The rest of a row's figures, set a line under its label and first figures (GENERALMILLS_2019_10K p.18: each
+    row's first year on the label's line, the other years a line below, which had become a row without a label):
+    no label, and figures in exactly the columns right of those the row above filled. A figure under a row's middle
+    column is no such rest: a cell spanning a group of rows (2303.08559v2.pdf p.15's label counts)."""
+    if cells[0] or not previous[0] or not _figures_in(previous) or not _figures_in(cells):
+        return False
+    filled = [bool(value) for value in previous[1:]]
+    first_columns = filled == sorted(filled, reverse=True)
+    return first_columns and all(above != bool(below) for above, below in zip(filled, cells[1:], strict=True))
 
 
 def _is_title(cells: list[str]) -> bool:

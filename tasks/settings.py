@@ -44,8 +44,9 @@ PREFIX = "CITESUM_"
 # "Assets"), not cut off inside the table's bounds. 19: the prose line that introduces a table, short of its
 # columns, is text, not the table's first header row; values set on the line under their label are its row. 20: a
 # line that introduces a table ("... are as follows:") ends the table above it. 21: a row's other figures set a line
-# under its label and first figure are its row, not a row without a label.
-CHUNK_FORMAT = 21
+# under its label and first figure are its row, not a row without a label. 22: a "%" after a figure may stand past
+# its column's edge: columns are read from the figures' ends too, where that leaves fewer figures out or fewer columns.
+CHUNK_FORMAT = 22
 
 
 def default_cache_dir() -> Path:

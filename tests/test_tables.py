@@ -566,10 +566,11 @@ def test_a_heading_above_a_table_is_not_taken_into_its_header():
     with pymupdf.open(FINANCEBENCH / "BESTBUY_2024Q2_10Q.pdf") as doc:
         blocks = text_blocks(doc[16])
     domestic = next(b.text.splitlines() for b in blocks if b.table)
-    assert domestic[:3] == [
-        "| Three Months Ended |  |  | Six Months Ended |  |",
-        "| July 29, 2023 | July 30, 2022 |  | July 29, 2023 | July 30, 2022 |",
-        "Revenue | $8,890 | $9,569 |  | $17,691 | $19,463 |",
+    assert domestic[:4] == [
+        "| Three Months Ended |  | Six Months Ended |",
+        "| July 29, 2023 | July 30, 2022 | July 29, 2023 | July 30, 2022",
+        "Revenue | $8,890 | $9,569 | $17,691 | $19,463",
+        "Revenue % change | (7.1)% | (13.1)% | (9.1)% | (10.9)%",
     ]
     assert {"Segment Performance Summary", "Domestic Segment"} <= {b.text.strip() for b in blocks if not b.table}
 
@@ -897,6 +898,52 @@ def test_general_mills_selected_data_keeps_each_years_figure_in_its_row():
     assert [r for r in table if r.startswith("Net sales")] == [
         "Net sales | 16,865.2 | $$ 15,740.4 | $15,619.8 | $16,563.1 | $17,630.3"
     ]
+
+
+def test_figures_with_a_percent_sign_set_apart_share_a_column_with_plain_figures():
+    # GENERALMILLS_2019_10K p.92: "Discount rate 3.91 % 4.20 %" over "Rate of salary increases 4.17 4.27", two rows
+    # whose figures' right edges differed by the "%" sign set after them, found no column and stood as text
+    columns = (380, 450, 520)
+
+    def draw(page):
+        draw_at(page, 100, [], list(zip(columns, ("2024", "2023", "2022"), strict=True)))
+        draw_at(page, 114, [(72, "Discount rate")], list(zip(columns, ("3.91", "4.20", "3.79"), strict=True)))
+        draw_at(page, 114, [(x + 3, "%") for x in columns])
+        draw_at(
+            page, 128, [(72, "Rate of salary increases")], list(zip(columns, ("4.17", "4.27", "4.47"), strict=True))
+        )
+
+    (table,) = tables(one_page(draw))
+    assert table.text.splitlines() == [
+        "| 2024 | 2023 | 2022",
+        "Discount rate | 3.91 % | 4.20 % | 3.79 %",
+        "Rate of salary increases | 4.17 | 4.27 | 4.47",
+    ]
+
+
+@needs_financebench
+def test_general_mills_rates_with_percent_signs_set_apart_are_a_table():
+    (table,) = [t for t in page_tables("GENERALMILLS_2019_10K.pdf", 92) if any("3.91" in r for r in t)]
+    assert "Discount rate | 3.91 % | 4.20 % | 3.79 % | 4.17 % | 3.10 % | 3.60 %" in table
+    assert "Rate of salary increases | 4.17 | 4.27 | - | - | 4.47 | 4.44" in table
+
+
+@needs_financebench
+def test_percentages_whose_sign_stands_past_the_column_keep_the_columns_of_the_amounts():
+    # Their signs had made columns of their own, every row beside them split over twice the columns
+    (sales,) = [t for t in page_tables("JOHNSON_JOHNSON_2022_10K.pdf", 28) if any("Volume" in r for r in t)]
+    assert sales[:3] == [
+        "Sales increase/(decrease) due to: | 2022 | 2021",
+        "Volume | 6.9 % | 12.9 %",
+        "Price | (0.8) | (0.7)",
+    ]
+    (cost,) = [t for t in page_tables("LOCKHEEDMARTIN_2020_10K.pdf", 40) if any("% of product sales" in r for r in t)]
+    assert "% of product sales | 89.2 % | 89.1 % | 89.5 %" in cost
+    assert "Cost of sales – services | (9,371) | (8,731) | (7,738)" in cost
+    # a sign set close, one word with its figure ("(3.7)%"), beside signs set apart ("4.8 %")
+    (immunology,) = [t for t in page_tables("JOHNSON_JOHNSON_2022_10K.pdf", 30) if any("REMICADE" in r for r in t)]
+    assert "Total Immunology | $16,935 | 16,750 | 1.1 % | 4.8 % | (3.7)%" in immunology
+    assert "REMICADE | 2,343 | 3,190 | (26.6) | (25.3) | (1.3)" in immunology
 
 
 def test_a_table_under_the_next_heading_is_a_table_of_its_own():

@@ -43,6 +43,11 @@ class _Cell:
     text: str
     x0: float
     x1: float
+    end: float | None = None  # where its figure ends, short of a "%" after it; None: at x1
+
+    @property
+    def figure_end(self) -> float:
+        return self.x1 if self.end is None else self.end
 
 
 @dataclass(frozen=True)
@@ -192,17 +197,24 @@ def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ..
     merged: list[_Cell] = []
     pending: _Cell | None = None
     for words in cells:
-        cell = _Cell(" ".join(w[4] for w in words), words[0][0], words[-1][2])
+        ends = [_figure_end(w) for w in words if w[4] != "%"]
+        cell = _Cell(" ".join(w[4] for w in words), words[0][0], words[-1][2], max(ends) if ends else None)
         if pending is not None:
-            cell, pending = _Cell(pending.text + cell.text, cell.x0, cell.x1), None
+            cell, pending = _Cell(pending.text + cell.text, cell.x0, cell.x1, cell.end), None
         if cell.text in _CURRENCY:
             pending = cell
         elif cell.text == "%" and merged:
-            merged[-1] = _Cell(merged[-1].text + "%", merged[-1].x0, cell.x1)
+            merged[-1] = _Cell(merged[-1].text + "%", merged[-1].x0, cell.x1, merged[-1].figure_end)
         else:
             merged.append(cell)
     # A sign with no figure after it is left out: as a cell of its own it made a column of "$" (issue 12).
     return tuple(merged)
+
+
+def _figure_end(word: tuple) -> float:
+    """Where a word's figure ends: short of a "%" it ends in ("(1.6)%"), by about a character's width."""
+    x0, _, x1, _, text = word
+    return x1 - (x1 - x0) / len(text) if len(text) > 1 and text.endswith("%") else x1
 
 
 def _figures(cells: tuple[_Cell, ...]) -> list[_Cell]:
@@ -306,23 +318,51 @@ class _Columns:
 
 
 def _columns(rows: list[_Row], group: list[int]) -> _Columns | None:
-    """Value columns: clusters of figures' right edges (figures are right-aligned), in two rows or more."""
-    figures = [(c, rows[i].height) for i in group for c in _figures(_cells(rows[i]))]
-    clusters: list[list[_Cell]] = []
-    for cell, height in sorted(figures, key=lambda f: f[0].x1):
-        if clusters and cell.x1 - clusters[-1][-1].x1 <= 0.8 * height:
-            clusters[-1].append(cell)
-        else:
-            clusters.append([cell])
-    spans = tuple((min(c.x0 for c in k), max(c.x1 for c in k)) for k in clusters if len(k) >= 2)
-    if len(spans) < 1:
+    """Value columns: clusters of figures' right edges (figures are right-aligned), in two rows or more. A "%" set
+    apart after a figure stands inside its column's edge in some tables (BOEING_2022_10K p.97's rates under
+    "$48,770") and past it in others, where the figures with a sign had made columns of their own beside the figures
+    without one (3M_2018_10K p.34: "Organic local-currency | | 5.1 %" beside "Acquisitions | 7.3 |") or found none
+    (GENERALMILLS_2019_10K p.92's "3.91 %" over "4.17"): of the two readings, the one that leaves the fewest
+    figures out of its columns (CORNING_2021_10K p.37's "7%" over "(12%)" lie apart by their signs' ends), then puts
+    no two figures of a row in one column, then finds the fewest columns; the first when they tie."""
+    figures = [(c, rows[i].height, i) for i in group for c in _figures(_cells(rows[i]))]
+    readings = [_Reading.of(figures, lambda c: c.x1), _Reading.of(figures, lambda c: c.figure_end)]
+    best = min((r for r in readings if r.spans), key=lambda r: (r.left_out, r.crowded, len(r.spans)), default=None)
+    if best is None:
         return None
+    spans = best.spans
     # The labels' column: the cell just left of the figures; text further left (a column of prose) is not the table's.
     lefts = [_label_start(_cells(rows[i]), spans[0][0]) for i in group]
     lefts = [x for x in lefts if x is not None] or [spans[0][0]]
     middle = statistics.median(lefts)
     left = min(x for x in lefts if x >= middle - 40)
     return _Columns(spans, left - 1, spans[-1][1] + 8)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Value columns read from one edge of the figures."""
+
+    spans: tuple[tuple[float, float], ...]  # each column's x extent
+    left_out: int  # figures in no column: no other figure's edge near theirs
+    crowded: bool  # a column holds two figures of one row
+
+    @classmethod
+    def of(cls, figures: list[tuple[_Cell, float, int]], edge: Callable[[_Cell], float]) -> _Reading:
+        """Columns of figures (with their row's height and index) whose ``edge`` lies within 0.8 heights of the one
+        before, two or more."""
+        clusters: list[list[tuple[_Cell, float, int]]] = []
+        for figure in sorted(figures, key=lambda f: edge(f[0])):
+            if clusters and edge(figure[0]) - edge(clusters[-1][-1][0]) <= 0.8 * figure[1]:
+                clusters[-1].append(figure)
+            else:
+                clusters.append([figure])
+        columns = [k for k in clusters if len(k) >= 2]
+        return cls(
+            spans=tuple((min(c.x0 for c, *_ in k), max(c.x1 for c, *_ in k)) for k in columns),
+            left_out=len(figures) - sum(len(k) for k in columns),
+            crowded=any(len({row for *_, row in k}) < len(k) for k in columns),
+        )
 
 
 def _label_start(cells: tuple[_Cell, ...], first_column: float) -> float | None:

@@ -46,7 +46,8 @@ PREFIX = "CITESUM_"
 # line that introduces a table ("... are as follows:") ends the table above it. 21: a row's other figures set a line
 # under its label and first figure are its row, not a row without a label. 22: a "%" after a figure may stand past
 # its column's edge: columns are read from the figures' ends too, where that leaves fewer figures out or fewer columns.
-CHUNK_FORMAT = 22
+# 23: 21's rest of a row may fill any columns the label's line left empty, when it holds more figures than that line.
+CHUNK_FORMAT = 23
 
 
 def default_cache_dir() -> Path:

@@ -870,7 +870,7 @@ def test_a_rows_values_set_one_line_under_its_first_are_its_row():
         draw_at(page, 154, [(72, "Total assets")], [(columns[0], "30,111.2")])
         draw_at(page, 166, [], [(columns[1], "30,624.0"), (columns[2], "21,812.6")])
         draw_at(page, 180, [(72, "Total debt")], list(zip(columns, ("14,490.0", "15,818.6", "9,481.7"), strict=True)))
-        # a figure under a row's empty first column is no rest of it: a cell spanning rows (2303.08559v2.pdf p.15)
+        # a figure under a row that holds most of its own is no rest of it: a cell spanning rows (2303.08559v2.pdf p.15)
         draw_at(page, 194, [(72, "Backlog")], [(columns[1], "7.5"), (columns[2], "9.5")])
         draw_at(page, 206, [], [(columns[0], "4")])
         draw_at(page, 220, [(72, "Orders")], list(zip(columns, ("1.5", "2.5", "3.5"), strict=True)))
@@ -898,6 +898,12 @@ def test_general_mills_selected_data_keeps_each_years_figure_in_its_row():
     assert [r for r in table if r.startswith("Net sales")] == [
         "Net sales | 16,865.2 | $$ 15,740.4 | $15,619.8 | $16,563.1 | $17,630.3"
     ]
+    # p.43: the first year's taxes on the label's line, its earnings and the other years' figures a line below
+    (taxes,) = [t for t in page_tables("GENERALMILLS_2019_10K.pdf", 43) if any("Tax items" in r for r in t)]
+    assert "Tax items (b) | - | 72.9 | - | (40.9) | - | - | - | - | - | (78.6)" in taxes
+    assert (
+        "Restructuring charges (e) | 77.6 | 14.6 | 82.7 | 21.4 | 224.1 | 70.2 | 229.8 | 69.0 | 343.5 | 125.8" in taxes
+    )
 
 
 def test_figures_with_a_percent_sign_set_apart_share_a_column_with_plain_figures():

@@ -420,14 +420,15 @@ def _first_row(rows: list[_Row], first: int, columns: _Columns) -> int:
 
 def _completes(previous: list[str], cells: list[str]) -> bool:
     """The rest of a row's figures, set a line under its label and first figures (GENERALMILLS_2019_10K p.18: each
-    row's first year on the label's line, the other years a line below, which had become a row without a label):
-    no label, and figures in exactly the columns right of those the row above filled. A figure under a row's middle
-    column is no such rest: a cell spanning a group of rows (2303.08559v2.pdf p.15's label counts)."""
+    row's first year on the label's line, the other years a line below, which had become a row without a label; p.43:
+    the first year's taxes on the label's line, its earnings and the other years below): no label, figures in
+    exactly the columns the row above left empty, and more of them than the label's line holds. A figure or two
+    under a row that has most of its own is no such rest: a cell spanning a group of rows (2303.08559v2.pdf p.15's
+    label counts)."""
     if cells[0] or not previous[0] or not _figures_in(previous) or not _figures_in(cells):
         return False
-    filled = [bool(value) for value in previous[1:]]
-    first_columns = filled == sorted(filled, reverse=True)
-    return first_columns and all(above != bool(below) for above, below in zip(filled, cells[1:], strict=True))
+    above, below = [bool(v) for v in previous[1:]], [bool(v) for v in cells[1:]]
+    return sum(above) < sum(below) and all(a != b for a, b in zip(above, below, strict=True))
 
 
 def _is_title(cells: list[str]) -> bool:

@@ -43,11 +43,7 @@ class _Cell:
     text: str
     x0: float
     x1: float
-    end: float | None = None  # where its figure ends, short of a "%" after it; None: at x1
-
-    @property
-    def figure_end(self) -> float:
-        return self.x1 if self.end is None else self.end
+    end: float  # where its figure ends: x1, or short of a "%" after it
 
 
 @dataclass(frozen=True)
@@ -198,13 +194,13 @@ def _cells(row: _Row, left: float = -1e9, right: float = 1e9) -> tuple[_Cell, ..
     pending: _Cell | None = None
     for words in cells:
         ends = [_figure_end(w) for w in words if w[4] != "%"]
-        cell = _Cell(" ".join(w[4] for w in words), words[0][0], words[-1][2], max(ends) if ends else None)
+        cell = _Cell(" ".join(w[4] for w in words), words[0][0], words[-1][2], max(ends, default=words[-1][2]))
         if pending is not None:
             cell, pending = _Cell(pending.text + cell.text, cell.x0, cell.x1, cell.end), None
         if cell.text in _CURRENCY:
             pending = cell
         elif cell.text == "%" and merged:
-            merged[-1] = _Cell(merged[-1].text + "%", merged[-1].x0, cell.x1, merged[-1].figure_end)
+            merged[-1] = _Cell(merged[-1].text + "%", merged[-1].x0, cell.x1, merged[-1].end)
         else:
             merged.append(cell)
     # A sign with no figure after it is left out: as a cell of its own it made a column of "$" (issue 12).
@@ -326,7 +322,7 @@ def _columns(rows: list[_Row], group: list[int]) -> _Columns | None:
     figures out of its columns (CORNING_2021_10K p.37's "7%" over "(12%)" lie apart by their signs' ends), then puts
     no two figures of a row in one column, then finds the fewest columns; the first when they tie."""
     figures = [(c, rows[i].height, i) for i in group for c in _figures(_cells(rows[i]))]
-    readings = [_Reading.of(figures, lambda c: c.x1), _Reading.of(figures, lambda c: c.figure_end)]
+    readings = [_Reading.of(figures, lambda c: c.x1), _Reading.of(figures, lambda c: c.end)]
     best = min((r for r in readings if r.spans), key=lambda r: (r.left_out, r.crowded, len(r.spans)), default=None)
     if best is None:
         return None

@@ -114,6 +114,37 @@ def test_a_question_asking_for_a_quantity_prefers_a_table_chunk(embedder):
     assert "table" not in reranker.rerank("Why did debt change in 2018?", candidates, 1)[0].signals
 
 
+def test_a_page_mate_holding_what_was_asked_is_quoted_in_its_pages_place(reranker, embedder):
+    """Best Buy's balance sheet is set over a page in several chunks; retrieval kept the one of its property rows,
+    and "the total amount of inventories" sits in another: that one is quoted, for the same page and score."""
+    question = "What is the total amount of merchandise inventories at year end?"
+    candidates = candidates_of(embedder, TEXTS)
+    page = candidates[5].chunk  # a page the reranker keeps, for its goodwill sentence
+    mate_text = "Merchandise inventories | 5,409 | 5,209\nOther current assets | 466 | 438"
+    mate = Candidate(
+        replace(page, text=mate_text, ordinal=99), 40, 0.01, 40, None, embedder.embed([mate_text])[0], page_mate=True
+    )
+    stray_text = "Merchandise inventories are counted at every store at year end."
+    stray = Candidate(  # a mate of a page not kept: it brings no page of its own
+        Chunk("a.pdf", "v1", "a.pdf", 50, 50, "Notes", stray_text, 100),
+        41,
+        0.01,
+        41,
+        None,
+        embedder.embed([stray_text])[0],
+        page_mate=True,
+    )
+    kept = reranker.rerank(question, candidates, 4)
+    evidence = reranker.rerank(question, [*candidates, mate, stray], 4)
+    assert {e.candidate.chunk.page_start for e in evidence} == {e.candidate.chunk.page_start for e in kept}
+    assert page.page_start in {e.candidate.chunk.page_start for e in kept}
+    by_page = {e.candidate.chunk.page_start: e for e in evidence}
+    assert by_page[page.page_start].candidate is mate
+    assert by_page[page.page_start].score == next(e.score for e in kept if e.candidate.chunk == page)
+    assert by_page[page.page_start].signals["mate_gain"] > 0
+    assert stray not in [e.candidate for e in evidence]
+
+
 def test_near_duplicates_are_dropped(reranker, embedder):
     near_copy = TEXTS[0].replace("mostly", "largely")  # the overlap of neighbouring chunks, say
     candidates = candidates_of(embedder, [TEXTS[0], near_copy, *TEXTS[1:]])

@@ -20,11 +20,14 @@ class Candidate:
     """A stored chunk proposed by retrieval for one query."""
 
     chunk: Chunk
-    rank: int  # 1-based rank in the fused candidate list
+    rank: int  # 1-based rank in the fused candidate list (a page mate: in the fused lists, before the round-robin)
     score: float  # fused retrieval score
     dense_rank: int | None = None  # rank in the vector search; None = not found by it
     lexical_rank: int | None = None  # rank in the full-text search; None = not found by it
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Another chunk of a candidate's page, which the page round-robin left out: the reranker may quote it in the place
+    # of its page's candidate, and never for a page of its own (``retrieve.page_mates``).
+    page_mate: bool = False
 
     def covers(self, document_id: str, page: int) -> bool:
         c = self.chunk

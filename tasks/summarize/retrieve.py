@@ -1,6 +1,7 @@
 """Hybrid retrieval: dense vector search and full-text (BM25) search, restricted to documents, fused.
 
-``retrieve(store, embedder, query, k=..., document_ids=...)`` returns ``k`` candidates, best first:
+``retrieve(store, embedder, query, k=..., document_ids=...)`` returns ``k`` candidates, best first, then their
+pages' other chunks that the searches found (page mates, step 5):
 
 1. **Query views.** The question as written, its keywords (request words such as "assume", "round",
    "answer" and English stop words removed; letters and digits only, so nothing reaches the
@@ -14,6 +15,9 @@
 4. **Page round-robin.** The best chunk of every page first, then second-best chunks, and so on:
    chunks of one page are neighbours that rarely add what the best one lacks, and evidence is cited
    by page, so spreading k over more pages covers more evidence.
+5. **Page mates.** The other chunks of those pages found by any search, after the ``k``, each marked: the
+   reranker chooses pages among the ``k`` and may quote a page's mate in its place (a statement split over a
+   page's chunks holds the row asked for in one of them, not always the one the searches ranked first).
 
 No weight was fitted: the RRF constant is the customary one, the depth a round multiple of k.
 
@@ -54,7 +58,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -296,8 +300,31 @@ def fuse(dense: Sequence[Sequence[dict]], lexical: Sequence[dict], k: int) -> li
         hit = fused.setdefault(row["chunk_id"], _Fused(row))
         hit.score += 1 / (RRF_CONSTANT + rank)
         hit.lexical_rank = rank
-    ordered = page_round_robin(sorted(fused.values(), key=lambda h: -h.score))[:k]
-    return [candidate_of(h.row, i, h.score, h.dense_rank, h.lexical_rank) for i, h in enumerate(ordered, 1)]
+    ranked = sorted(fused.values(), key=lambda h: -h.score)
+    ordered = page_round_robin(ranked)[:k]
+    chosen = [candidate_of(h.row, i, h.score, h.dense_rank, h.lexical_rank) for i, h in enumerate(ordered, 1)]
+    return chosen + page_mates(ranked, ordered)
+
+
+def page_mates(ranked: Sequence[_Fused], kept: Sequence[_Fused]) -> list[Candidate]:
+    """The other chunks of the kept candidates' pages that the lists found, in fused order, each with its fused rank.
+
+    The round-robin keeps one chunk a page, the one the lists liked best, and a statement set over a page in five
+    chunks is then represented by the one whose words match best, not the one holding the row asked for (Best Buy's
+    balance sheet by its property rows, for "the total amount of inventories"). The reranker chooses pages as
+    before and may quote a page mate that fits the question better in its page's place (``rerank.LocalReranker``).
+    """
+    pages = {_page(h) for h in kept}
+    ids = {h.row["chunk_id"] for h in kept}
+    return [
+        replace(candidate_of(h.row, i, h.score, h.dense_rank, h.lexical_rank), page_mate=True)
+        for i, h in enumerate(ranked, 1)
+        if _page(h) in pages and h.row["chunk_id"] not in ids
+    ]
+
+
+def _page(hit: _Fused) -> tuple[str, int]:
+    return hit.row["document_id"], hit.row["page_start"]
 
 
 def page_round_robin(ranked: Sequence[_Fused]) -> list[_Fused]:
@@ -310,7 +337,7 @@ def page_round_robin(ranked: Sequence[_Fused]) -> list[_Fused]:
     seen: dict[tuple[str, int], int] = {}
     keyed = []
     for position, hit in enumerate(ranked):
-        page = (hit.row["document_id"], hit.row["page_start"])
+        page = _page(hit)
         seen[page] = seen.get(page, 0) + 1
         keyed.append((seen[page], position, hit))
     return [hit for _, _, hit in sorted(keyed, key=lambda t: t[:2])]

@@ -202,6 +202,7 @@ def candidate_rows(summary: Summary) -> list[dict]:
         {
             "part": part.section.title,
             "rank": c.rank,
+            "page_mate": c.page_mate,
             "score": round(c.score, 4),
             "dense_rank": c.dense_rank,
             "lexical_rank": c.lexical_rank,

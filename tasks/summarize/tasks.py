@@ -161,12 +161,14 @@ def own_first_candidates(
     if not own:
         return retrieve(store, embedder, query, k=k, document_ids=document_ids)
     first = retrieve(store, embedder, query, k=k, document_ids=document_ids, where=chunk_filter(own))
-    if not short or len(first) >= k:
+    found = sum(not c.page_mate for c in first)
+    if not short or found >= k:
         return first
     rest = retrieve(
-        store, embedder, query, k=k - len(first), document_ids=document_ids, where=chunk_filter(own, exclude=True)
+        store, embedder, query, k=k - found, document_ids=document_ids, where=chunk_filter(own, exclude=True)
     )
-    return [replace(c, rank=i) for i, c in enumerate(first + rest, 1)]
+    proper = [c for c in first + rest if not c.page_mate]
+    return [replace(c, rank=i) for i, c in enumerate(proper, 1)] + [c for c in first + rest if c.page_mate]
 
 
 def own_first_evidence(

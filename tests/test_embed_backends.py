@@ -110,6 +110,7 @@ def top10(store: LanceStore, embedder, question: str) -> list[tuple[str, str, in
     return [
         (c.chunk.chunk_id, c.chunk.document_id, c.chunk.page_start, c.chunk.page_end)
         for c in retrieve(store, embedder, question, k=10)
+        if not c.page_mate  # the ten candidates proper; their pages' other chunks follow them
     ]
 
 

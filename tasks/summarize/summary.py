@@ -198,6 +198,8 @@ def quarantined(parts: list[SummaryPart]) -> list[Quarantined]:
 
 
 def candidate_rows(summary: Summary) -> list[dict]:
+    """Each part's candidates proper, and the page mates its evidence quotes: a page's other chunks, a few hundred
+    for a question over a filing, would bury the table a reader scans (the run record keeps them all)."""
     return [
         {
             "part": part.section.title,
@@ -212,6 +214,7 @@ def candidate_rows(summary: Summary) -> list[dict]:
         }
         for part in summary.parts
         for c in part.candidates
+        if not c.page_mate or c.chunk.chunk_id in {e.chunk_id for e in part.section.evidence}
     ]
 
 

@@ -213,6 +213,8 @@ def test_metrics_and_summary_are_published_as_artifacts(ingested):
 
 def test_candidates_and_evidence_are_published_as_table_artifacts(ingested):
     settings, _ = ingested
+    # Ten candidates of the sample corpus's fifty chunks: their pages' other chunks follow them as page mates.
+    settings = settings.model_copy(update={"summarize": settings.summarize.model_copy(update={"candidates": 10})})
     summary = summarize(settings, "What are the payment terms?")
     flow_run_id = flow_run_of(summary)
     with get_client(sync_client=True) as client:
@@ -224,7 +226,12 @@ def test_candidates_and_evidence_are_published_as_table_artifacts(ingested):
     tables = {a.key: json.loads(a.data) for a in found if a.flow_run_id == flow_run_id}
     (part,) = summary.parts
     candidates, evidence = tables["citesum-summary-candidates"], tables["citesum-summary-evidence"]
-    assert [(r["rank"], r["document"]) for r in candidates] == [(c.rank, c.chunk.document_id) for c in part.candidates]
+    quoted = {e.chunk_id for e in part.section.evidence}
+    proper = [c for c in part.candidates if not c.page_mate or c.chunk.chunk_id in quoted]
+    assert len(proper) < len(part.candidates)  # the pages' other chunks are in the run record, not the table
+    assert [(r["rank"], r["page_mate"], r["document"]) for r in candidates] == [
+        (c.rank, c.page_mate, c.chunk.document_id) for c in proper
+    ]
     assert [r["label"] for r in evidence] == [e.label for e in part.section.evidence]
     assert [r["text"] for r in evidence] == [e.candidate.chunk.text[:200] for e in part.section.evidence]
     assert len(evidence) == settings.summarize.evidence < len(candidates)

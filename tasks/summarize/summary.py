@@ -200,6 +200,11 @@ def quarantined(parts: list[SummaryPart]) -> list[Quarantined]:
 def candidate_rows(summary: Summary) -> list[dict]:
     """Each part's candidates proper, and the page mates its evidence quotes: a page's other chunks, a few hundred
     for a question over a filing, would bury the table a reader scans (the run record keeps them all)."""
+    return [row for part in summary.parts for row in _candidate_rows(part)]
+
+
+def _candidate_rows(part: SummaryPart) -> list[dict]:
+    quoted = {e.chunk_id for e in part.section.evidence}
     return [
         {
             "part": part.section.title,
@@ -212,9 +217,8 @@ def candidate_rows(summary: Summary) -> list[dict]:
             "pages": f"{c.chunk.page_start}-{c.chunk.page_end}",
             "heading": c.chunk.heading,
         }
-        for part in summary.parts
         for c in part.candidates
-        if not c.page_mate or c.chunk.chunk_id in {e.chunk_id for e in part.section.evidence}
+        if not c.page_mate or c.chunk.chunk_id in quoted
     ]
 
 

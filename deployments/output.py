@@ -79,19 +79,22 @@ def fitted_table(
 ) -> Table:
     """A table of whole values on one line each, within ``width``: the ``cut`` column (free text, e.g. a note)
     gets what width is left and is shortened with an ellipsis; when even that does not fit, the ``drop_first``
-    columns are left out, in that order. The first column (document ids, which other commands take) is never
-    shortened; only a terminal narrower than one id folds it. ``--json`` has every value whole."""
+    columns are left out, in that order, then the others from the right (a 70-character file name at 80 columns:
+    squeezed, they would show "…" for every value and header). The first column (document ids, which other commands
+    take) is never shortened; only a terminal narrower than one id folds it. ``--json`` has every value whole."""
     natural = {h: max([len(h), *(len(r[h]) for r in rows)]) for h in headers}
 
     def needed(columns: list[str]) -> int:  # a column costs its text, a space either side and a rule
         return sum(MIN_CUT_WIDTH if c == cut else natural[c] for c in columns) + 3 * len(columns) + 1
 
     shown = list(headers)
-    for column in drop_first:
+    for column in [*drop_first, *reversed([h for h in headers[1:] if h not in drop_first])]:
         if needed(shown) <= width:
             break
         shown.remove(column)
-    table = Table(title=title)
+    left_out = [h for h in headers if h not in shown]
+    caption = f"{', '.join(left_out)}: left out to fit the terminal (--json has every column)" if left_out else None
+    table = Table(title=title, caption=caption)
     for column in shown:
         if column == cut:
             spare = width - needed([c for c in shown if c != cut]) - 3

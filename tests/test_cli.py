@@ -58,3 +58,31 @@ def test_deployments_lists_what_starts_each():
     for line in ("ingest/reindex", "cron 0 2 * * * (UTC)", "ingest/ingest-upload", "event citesum.document.uploaded"):
         assert line in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_a_table_leaves_out_the_columns_a_long_id_leaves_no_room_for():
+    """`citesum status` of a store holding a 70-character file name, at 80 columns: the id whole on one line, each
+    other column whole or left out (rich squeezed them to "…", headers included)."""
+    import io
+
+    from rich.console import Console
+
+    from citesum.deployments.output import fitted_table
+
+    long_id = "germanwingsdigitalcrisisanalysis-150403064828-conversion-gate01_95.pdf"
+    headers = ["document", "version", "pages", "chunks", "status", "problems", "ingested at"]
+    rows = [
+        dict(zip(headers, [name, "92760b9186dc", "23", "23", "ok", "0", "2026-12-07 02:21"], strict=True))
+        for name in (long_id, "services_agreement.pdf")
+    ]
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(fitted_table("store", headers, rows, 80, drop_first=("ingested at", "version", "problems")))
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any(f"│ {long_id} │" in line for line in lines), lines
+    assert "…" not in "\n".join(lines)
+    header = next(line for line in lines if "document" in line)
+    shown = [cell.strip() for cell in header.strip("┃│ ").split("┃") if cell.strip()]
+    assert shown[0] == "document" and set(shown) <= set(headers)
+    left_out = ", ".join(h for h in headers if h not in shown)
+    assert f"{left_out}: left out to fit the terminal" in " ".join(" ".join(lines).split())  # and says so

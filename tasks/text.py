@@ -1,7 +1,7 @@
 """Text helpers shared by every stage: one of each, so chunking, retrieval and synthesis agree.
 
 - ``split_sentences`` / ``sentences``: the one sentence splitter (spans or strings), with options
-  for query clauses and line breaks; a table row line is always a piece of its own.
+  for query clauses, line breaks and paragraphs; a table row line is always a piece of its own.
 - ``STOPWORDS``: the one list of English function words.
 - ``normalize_space``: runs of whitespace as one space, ends trimmed.
 - ``join_heading`` / ``split_heading``: the heading path format, ``"12 Termination > 12.2 Notice"``.
@@ -25,6 +25,8 @@ _ABBREVIATIONS = frozenset(
 # whitespace; ``word`` is the token the terminator closes, ``next`` the first character after.
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
 _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
+# A blank line (extraction joins its blocks by one) before a capital, a digit or an opening quote.
+_PARAGRAPH = re.compile(r"(?<=[^\s,\-\u2013])[ \t]*\n[ \t]*\n\s*(?=[A-Z0-9\"'\u201c\u2018(\[$])")
 _LINE_END = re.compile(r"\n")
 _ITEM = r"(?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})"  # what numbers a list's item: "a", "iv", "2"
 _ENUMERATION = re.compile(rf"(?<=\s)\({_ITEM}\)(?=\s)")  # "(a)", "(iv)", "(2)"
@@ -35,7 +37,7 @@ _CELL_SEPARATOR = re.compile(r"(?:^|[ \t])\|(?=[ \t]|$)", re.MULTILINE)
 
 
 def split_sentences(
-    text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False
+    text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False, paragraphs: bool = False
 ) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text``, trimmed of whitespace.
 
@@ -49,11 +51,17 @@ def split_sentences(
     ``lines``: a line break ends a piece too, so a table's rows are pieces of their own.
     ``enumerations``: an item marker such as "(a)", "(iv)" or "(2)" after whitespace starts a
     piece, so a long contract sentence can be quoted item by item.
+    ``paragraphs``: a blank line before a capital, a digit or an opening quote ends a piece, unless the text before
+    it stops on a comma, a hyphen or a function word (a paragraph going on over a page or column break). A chart's
+    title or credit line, a label or a heading then stands apart from the sentence after it ("... World”
+    PEW RESEARCH CENTER Germans view their country’s ..."); a brief needs that, a lookup not always (README).
 
     A table row line (``label | cell | cell``) is always a piece of its own: rows hold
     no sentence punctuation, and would otherwise run together into one "sentence".
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
+    if paragraphs:
+        cuts.update(m.start() for m in _PARAGRAPH.finditer(text) if not _runs_on(text, m.start()))
     rows = table_rows(text)
     if rows:
         cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
@@ -69,9 +77,11 @@ def split_sentences(
     return [span for start, end in bounds if (span := _trim(text, start, end))]
 
 
-def sentences(text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False) -> list[str]:
+def sentences(
+    text: str, *, clauses: bool = False, lines: bool = False, enumerations: bool = False, paragraphs: bool = False
+) -> list[str]:
     """The sentences of ``text`` as strings (see ``split_sentences``)."""
-    spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations)
+    spans = split_sentences(text, clauses=clauses, lines=lines, enumerations=enumerations, paragraphs=paragraphs)
     return [text[start:end] for start, end in spans]
 
 
@@ -166,6 +176,36 @@ def is_pointer(sentence: str) -> bool:
     return bool(_POINTER.search(sentence.strip()))
 
 
+_QUESTION_END = re.compile(r"\?[\"'\u201d\u2019)\]]*$")
+
+
+def is_question(sentence: str) -> bool:
+    """A sentence that asks instead of stating: a survey's wording ("How important do you think these military bases
+    are for [U.S./German] national security?"), a form's or a FAQ's question. A brief that quotes it reports nothing."""
+    return bool(_QUESTION_END.search(sentence.strip()))
+
+
+# What a sentence may open on and still be read alone: a demonstrative naming the document or a part of it.
+_SELF = r"(?:agreement|report|document|section|article|chapter|paper|study|survey|analysis|policy|plan|form|prospectus|guide|manual|handbook|datasheet|presentation|letter|amendment|statement|annual|quarterly)\b"
+_REFERS_BACK = re.compile(
+    r"^(?:(?:it|its|they|their|them|he|she|his|her|such|however|therefore|thus|hence|moreover|furthermore|"
+    r"additionally|also|consequently|accordingly|similarly|likewise|nevertheless|nonetheless|otherwise|instead|"
+    r"meanwhile|then|besides)\b"
+    r"|(?:as a result|in addition|in contrast|by contrast|on the other hand|as such),|(?:of these|of those|of which)\b"
+    rf"|(?:this|that|these|those)\b(?!\s+{_SELF})"
+    r"|(?:during|in|at|for|after|before|from|under|with|by|over|since|until|within|unlike|like)\s+(?:that|those|these|such)"
+    rf"\b(?!\s+{_SELF}))",
+    re.IGNORECASE,
+)
+
+
+def refers_back(sentence: str) -> bool:
+    """A sentence that leans on the one before it: it opens on a pronoun ("It is fed through a single inlet"), a
+    demonstrative that does not name the document ("These results", "During that period"; not "This Agreement") or
+    a connective ("However,", "In addition,"). Quoted alone, it does not say what it speaks of."""
+    return bool(_REFERS_BACK.match(sentence.strip()))
+
+
 def _adjacent(text: str, end: int, start: int) -> bool:
     """Only line breaks (a blank line at most) between two lines."""
     return text[end:start].count("\n") <= 2 and not text[end:start].strip()
@@ -178,6 +218,12 @@ def _ends_sentence(match: re.Match[str]) -> bool:
         return True
     word = match["word"].lstrip("([{\"'\u201c\u2018")
     return word.lower() not in _ABBREVIATIONS and not _DOTTED.fullmatch(word + ".")
+
+
+def _runs_on(text: str, end: int) -> bool:
+    """The text before ``end`` stops on a function word: its sentence goes on after the break."""
+    last = text[max(0, end - 20) : end].split()
+    return bool(last) and last[-1].lower() in STOPWORDS
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -372,6 +372,44 @@ def test_a_brief_quotes_no_label_title_chart_form_field_or_boilerplate(embedder)
     assert_left_out_of_a_brief(embedder, noise, statement, "Article II Taxation", "Which rating did 58% give them?")
 
 
+def test_a_brief_quotes_a_sentence_without_the_chart_credit_run_into_it_and_no_question(embedder):
+    """A brief of a Pew report read "“Americans and Germans Differ in Their Views of Each Other and the World” PEW
+    RESEARCH CENTER Germans view their country’s defense spending differently." (a chart's credit line, a block of
+    its own, run into the next paragraph's first sentence) and a survey's question as findings."""
+    text = (
+        "Note: Don’t know responses not shown. Source: Spring 2019 Global Attitudes Survey. Q50h.\n\n"
+        "How important do you think these military bases are for [U.S./German] national security?\n\n"
+        "“Americans and Germans Differ in Their Views of Each Other and the World”\n\nPEW RESEARCH CENTER\n\n"
+        "Germans view their country’s defense spending differently. The public is divided on whether to increase or "
+        "maintain current levels of spending on national defense."
+    )
+    ev = evidence(text)
+    draft = ExtractiveSynthesizer(embedder).synthesize(SynthesisRequest("German defense spending", tuple(ev), 4))
+    assert [s.text for s in draft.sentences] == [
+        "Germans view their country’s defense spending differently.",
+        "The public is divided on whether to increase or maintain current levels of spending on national defense.",
+    ], draft.raw
+    assert validate(draft, {"c1": text}, verbatim=True).ok
+
+
+def test_a_brief_quotes_a_sentence_read_alone_before_one_leaning_on_the_sentence_before_it(embedder):
+    """The sample report's brief quoted, under "2 Method", "During that period the utility's leakage team carried out
+    its usual acoustic survey independently ..." and "It is fed through a single inlet ...": which period, what is
+    fed? A sentence that opens on a pronoun, a demonstrative or a connective gives way to one of the same chunk that
+    can be read alone; a question may still be answered by one (c2)."""
+    text = (
+        "The trial ran for twelve weeks from March to May 2024. During that period the utility's leakage team "
+        "carried out its usual acoustic survey independently, so that the two leak detection methods could be "
+        "compared. It is fed through a single inlet with a flow meter and a leak survey valve."
+    )
+    ev = evidence(text)
+    synth = ExtractiveSynthesizer(embedder)
+    brief = synth.synthesize(SynthesisRequest("Leak survey method", tuple(ev), max_sentences=1))
+    assert [s.text for s in brief.sentences] == ["The trial ran for twelve weeks from March to May 2024."], brief.raw
+    asked = synth.synthesize(SynthesisRequest("Who carried out the acoustic survey?", tuple(ev), 1, is_question=True))
+    assert asked.sentences[0].text.startswith("During that period"), asked.raw
+
+
 def test_a_heading_run_into_a_sentence_is_left_out_of_the_quote(embedder):
     """Extraction runs a bold heading into its paragraph's first sentence: a brief read "Evaluation of Disclosure
     Controls and Procedures We performed an evaluation ..." (13 of 596 sentences of sixteen development briefs)."""

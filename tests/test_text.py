@@ -19,6 +19,7 @@ from citesum.tasks.text import (
     is_form_field,
     is_fragment,
     is_pointer,
+    is_question,
     is_title,
     join_heading,
     normalize_space,
@@ -221,6 +222,43 @@ def test_enumerations_start_pieces_only_when_asked():
         "and",
         "(iv) keep records.",
     ]
+
+
+def test_paragraphs_end_a_piece_only_when_asked_and_not_where_a_sentence_runs_on():
+    """A Pew report's chart credit ("... World”, "PEW RESEARCH CENTER") ran into the next paragraph's sentence, and
+    a chart's labels into its question: 15% of 742 sentences of 22 development briefs ran text of two blocks together.
+    A paragraph going on over a page or column break (after a function word, a comma or a hyphen) stays whole."""
+    credit = (
+        "Note: Don’t know responses not shown. “Americans and Germans Differ in Their Views of Each Other and the "
+        "World”\n\nPEW RESEARCH CENTER\n\nGermans view their country’s defense spending differently."
+    )
+    assert sentences(credit, paragraphs=True) == [
+        "Note: Don’t know responses not shown.",
+        "“Americans and Germans Differ in Their Views of Each Other and the World”",
+        "PEW RESEARCH CENTER",
+        "Germans view their country’s defense spending differently.",
+    ]
+    assert len(sentences(credit)) == 2  # by default, as retrieval and lookups read it
+    for runs_on in (
+        "Benefits will be distributed in accordance with the\n\nParticipant’s earlier election.",
+        "Net sales rose in Europe,\n\nAsia and the Americas.",
+        "The plan covers long-\n\nTerm incentives of every employee.",
+        "The trial ran in the spring.\n\nits sensors were read every night.",  # a small letter: no new piece
+    ):
+        assert len(sentences(runs_on, paragraphs=True)) == len(sentences(runs_on)), runs_on
+
+
+@pytest.mark.parametrize(
+    ("sentence", "question"),
+    [
+        ("How important do you think these military bases are for [U.S./German] national security?", True),
+        ("b. Has the Risk Management Plan been significantly changed since last year’s submission?”", True),
+        ("The survey asked whether the bases are important.", False),
+        ("Is it? The bases are important.", False),  # a question inside a statement's text ends no statement
+    ],
+)
+def test_a_question_asks_instead_of_stating(sentence, question):
+    assert is_question(sentence) is question
 
 
 # --- tables of contents ----------------------------------------------------------------

@@ -19,7 +19,11 @@ document and in total:
   labels and values read as a sentence (``citesum.tasks.text.is_chart_text``), and ``short_quoted``: pieces under the
   extractive synthesizer's ``MIN_WORDS`` ("Article III."), row findings aside in both; ``forms_quoted``: a cover
   page's check boxes (``citesum.tasks.text.is_form_field``); ``standard_quoted``: a filing's standard language
-  (``citesum.tasks.text.is_boilerplate``), which a part quotes only when it has nothing else.
+  (``citesum.tasks.text.is_boilerplate``), which a part quotes only when it has nothing else; ``questions_quoted``: a
+  question (a survey's wording, ``citesum.tasks.text.is_question``); ``run_together``: a sentence whose span in its
+  chunk crosses a paragraph break that ``split_sentences(paragraphs=True)`` cuts (a chart's credit line run into the
+  next paragraph); ``back_references``: a sentence that opens on a pronoun, a demonstrative or a connective
+  (``citesum.tasks.text.refers_back``: "During that period ...").
 
 Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus. With ``--questions FILE`` too (a development set's
@@ -64,6 +68,17 @@ def repeated_sentences(texts) -> int:
     return sum(n - 1 for n in counts.values())
 
 
+def runs_together(sentence: str, chunk_text: str) -> bool:
+    """The quoted ``sentence`` spans text of two paragraphs of its chunk: a cut of ``split_sentences(paragraphs=True)``
+    falls inside it (found with any whitespace between its words, as the quote normalises it)."""
+    from citesum.tasks.text import split_sentences
+
+    found = re.search(r"\s+".join(map(re.escape, sentence.split())), chunk_text)
+    if found is None:  # a row finding, or a clause whose ";" was dropped
+        return False
+    return any(found.start() < start < found.end() for start, _ in split_sentences(chunk_text, paragraphs=True))
+
+
 def measure(summary, rows, topics) -> dict:
     """Of one summary: the own-section share of the heading ``topics``' citations, the sections their parts cite,
     repeated sentences, and the sentences quoting a table of contents, a pointer, a title, part of a sentence, a
@@ -78,7 +93,9 @@ def measure(summary, rows, topics) -> dict:
         is_form_field,
         is_fragment,
         is_pointer,
+        is_question,
         is_title,
+        refers_back,
     )
 
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
@@ -97,6 +114,13 @@ def measure(summary, rows, topics) -> dict:
             sections_cited += len(grouped & {section_of.get(c) for c in chunks})
         from_contents += sum(any(by_label[c] in contents for c in s.citations) for s in part.section.sentences)
     texts = [s.text for part in summary.parts for s in part.section.sentences]
+    chunk_text = {r["chunk_id"]: r["text"] for r in rows}
+    quoted = [
+        (s.text, chunk_text.get({e.label: e.chunk_id for e in part.section.evidence}.get(s.citations[0], ""), ""))
+        for part in summary.parts
+        for s in part.section.sentences
+        if s.citations
+    ]
     return {
         "cited_chunks": cited,
         "own_section": own,
@@ -111,6 +135,9 @@ def measure(summary, rows, topics) -> dict:
         "short_quoted": sum(word_count(t) < MIN_WORDS and ": " not in t for t in texts),  # a row finding has "label: "
         "forms_quoted": sum(is_form_field(t) for t in texts),
         "standard_quoted": sum(is_boilerplate(t) for t in texts),
+        "questions_quoted": sum(is_question(t) for t in texts),
+        "run_together": sum(runs_together(t, text) for t, text in quoted),
+        "back_references": sum(refers_back(t) for t in texts),
         "sentences": len(texts),
     }
 
@@ -222,6 +249,9 @@ def main() -> None:
         "short_quoted": sum(r["short_quoted"] for r in results.values()),
         "forms_quoted": sum(r["forms_quoted"] for r in results.values()),
         "standard_quoted": sum(r["standard_quoted"] for r in results.values()),
+        "questions_quoted": sum(r["questions_quoted"] for r in results.values()),
+        "run_together": sum(r["run_together"] for r in results.values()),
+        "back_references": sum(r["back_references"] for r in results.values()),
         "sentences": sum(r["sentences"] for r in results.values()),
     }
     if questions:

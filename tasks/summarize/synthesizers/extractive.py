@@ -35,11 +35,15 @@ left out of its quote. A table row is quoted as its finding, its label and each 
 unasked (a topic) quotes no table of contents ("Properties 18 Item 3."), no sentence that only points elsewhere
 ("For more information, see Item 1A."), is a title ("Notes to Consolidated Financial Statements.") or runs a chart's
 labels and values together ("Poor Not good Good Excellent 39 58 Total 36 9 75 22"), no form field with its check boxes
-("Yes ☒ No ☐ Indicate by check mark ..."), no piece under ``MIN_WORDS`` and no part of a sentence (a chunk that begins
-inside one, a lead-in to a list: ``is_fragment``; a long sentence's clauses are still quoted), unless that is all its
-evidence (a statement on its contents pages first, a cover page run into them); and a filing's standard language
-("Based on my knowledge, this report does not contain any untrue statement ...", ``is_boilerplate``) only when its
-part has nothing else to say.
+("Yes ☒ No ☐ Indicate by check mark ..."), no question (a survey's wording, ``is_question``), no piece under
+``MIN_WORDS`` and no part of a sentence (a chunk that begins inside one, a lead-in to a list: ``is_fragment``; a long
+sentence's clauses are still quoted), unless that is all its evidence (a statement on its contents pages first, a
+cover page run into them); and a filing's standard language ("Based on my knowledge, this report does not contain any
+untrue statement ...", ``is_boilerplate``) only when its part has nothing else to say. It reads its evidence's
+paragraphs apart (``split_sentences(paragraphs=True)``: a chart's credit line is not run into the sentence after it),
+and quotes a sentence that can be read alone before one that leans on the sentence before it (``refers_back``:
+"During that period ...", "It is fed through ..."). A question's summary reads as before: a label and its value in
+two blocks are one lookup's answer, and an answer may lean.
 
 The selection and its constants were chosen on the development sets; every variant measured, with its
 figures, is in the README (Evaluation, Summary quality: how the extractive selection was chosen).
@@ -66,8 +70,10 @@ from citesum.tasks.text import (
     is_form_field,
     is_fragment,
     is_pointer,
+    is_question,
     is_title,
     normalize_space,
+    refers_back,
     run_in_heading,
     sentences,
     split_sentences,
@@ -104,9 +110,9 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     that only points elsewhere (``is_pointer``: "For more information, see Item 1A."), is a title (``is_title``: a
     running header "Object Storage Service Product Introduction 9 Basic Concepts"), a contents line run on
     (``is_contents``), a chart's labels and values (``is_chart_text``) or a cover page's check boxes
-    (``is_form_field``), no piece under ``MIN_WORDS`` (its topic's words are a heading's, not a question's: "Article
-    III." under "ARTICLE 5"), and no part of a sentence (``is_fragment``: "operating income and a $15.8 million
-    decrease ...", a chunk begun inside a sentence); a brief quoting "Properties 18 Item 3." says nothing, while a
+    (``is_form_field``), no question (``is_question``), no piece under ``MIN_WORDS`` (its topic's words are a
+    heading's, not a question's: "Article III." under "ARTICLE 5"), and no part of a sentence (``is_fragment``:
+    "operating income and a $15.8 million decrease ...", a chunk begun inside a sentence); a brief quoting "Properties 18 Item 3." says nothing, while a
     question may ask where something is."""
     keywords = set(terms(keyword_query(instruction))) if asked else set()
     seen: set[str] = set()
@@ -117,7 +123,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
         rows, row_spans = row_findings(text), set(table_rows(text))
-        for start, end in split_sentences(text):
+        for start, end in split_sentences(text, paragraphs=not asked):
             if (start, end) in row_spans:  # a header or label row is no finding
                 row = rows.get(tuple(row_cells(text[start:end])))
                 if row is not None and row.lower() not in seen:
@@ -144,9 +150,10 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
 
 
 def _says_nothing(sentence: str) -> bool:
-    """A pointer elsewhere, a title, a contents line run on, a chart's numbers, a cover page's check boxes: they help
-    a reader find or read things, and say nothing in a brief."""
-    return any(test(sentence) for test in (is_pointer, is_title, is_contents, is_chart_text, is_form_field))
+    """A pointer elsewhere, a title, a contents line run on, a chart's numbers, a cover page's check boxes, a question
+    (a survey's wording): they help a reader find or read things, and say nothing in a brief."""
+    tests = (is_pointer, is_title, is_contents, is_chart_text, is_form_field, is_question)
+    return any(test(sentence) for test in tests)
 
 
 def keywords_missing(instruction: str, evidence: Sequence[Evidence]) -> list[str]:
@@ -245,6 +252,7 @@ class ExtractiveSynthesizer:
             sentence_parts(q, pool, np.clip(rows @ v, 0.0, None)) for q, v in zip(extra, asked_vectors, strict=True)
         ]
         relevance = _mean([*parts, np.array([s.prior for s in pool])])
+        leans = np.array([not strict and refers_back(s.text) for s in pool])  # a question's answer may lean
         by_relevance = [int(i) for i in np.argsort(-relevance, kind="stable")]
         # Off-topic sentences of a selected chunk stay out even when the section has room.
         floor = RELEVANCE_FLOOR * relevance.max()
@@ -253,8 +261,10 @@ class ExtractiveSynthesizer:
             close = cosine >= COVER_COSINE * float(cosine.max())
             covering = [i for i in ranked if close[i]]
         else:  # a topic quotes each of its first chunks, its sections' leads (``tasks.by_section``), a whole
-            # sentence before a clause of a long one
-            covering = sorted(by_relevance, key=lambda i: pool[i].clause)
+            # sentence before a clause of a long one, and one read alone before one that leans on the sentence
+            # before it ("During that period ...": ``leans``), here and in its extras and best match
+            covering = sorted(by_relevance, key=lambda i: (pool[i].clause, leans[i]))
+            ranked = sorted(ranked, key=lambda i: leans[i])
         # Asked, a chunk the reranker scored far below the first, or with nothing to quote, gives its place to an
         # extra: on the development sets such chunks' cover sentences were rarely on a gold page, and an extra of
         # the chunks above did better than a shorter summary (README, how the extractive selection was chosen).
@@ -262,7 +272,7 @@ class ExtractiveSynthesizer:
         low = {label for label in cover if strict and scored.get(label, 0.0) < COVER_SCORE}
         picked: list[int] = []
         if cover:  # the evidence's best match to each thing the question asks, wherever its chunk ranked
-            picked.extend(best_matches(each or [parts], similarity)[:limit])
+            picked.extend(best_matches(each or [parts], similarity, leans)[:limit])
         for label in cover:
             if len(picked) >= limit:
                 break
@@ -282,13 +292,14 @@ class ExtractiveSynthesizer:
         return sorted((pool[i] for i in picked), key=lambda s: s.order)
 
 
-def best_matches(asked: Sequence[list[np.ndarray]], similarity: np.ndarray) -> list[int]:
+def best_matches(asked: Sequence[list[np.ndarray]], similarity: np.ndarray, leans: np.ndarray) -> list[int]:
     """For each question (its sentences' own parts of relevance, ``sentence_parts``) the sentence that matches it
     best, unless that one repeats a sentence already matched: a question asking two things ("How much are the
-    fees and when are invoices due?") gets an answer to each."""
+    fees and when are invoices due?") gets an answer to each. Not one that ``leans`` on the sentence before it,
+    unless all do."""
     picked: list[int] = []
     for parts in asked:
-        best = int(np.argmax(_mean(parts)))
+        best = int(np.argmax(np.where(leans, -1.0, _mean(parts)) if not leans.all() else _mean(parts)))
         if _fresh(best, picked, similarity):
             picked.append(best)
     return picked

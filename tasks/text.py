@@ -158,14 +158,17 @@ def is_contents(text: str) -> bool:
 
 # A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "For a description of our legal
 # proceedings, see Note 13", "See Note 1 for ...", "... is incorporated herein by reference", a paper's road map
-# ("Section 3 presents the results", "The rest of this paper is organised as follows"), a contents line's dot leaders.
+# ("Section 3 presents the results", "The rest of this paper is organised as follows"), a table's lead-in ("The following
+# table summarizes our contractual obligations:", "The graph below compares ..."), a contents line's dot leaders.
 _POINTER = re.compile(
     r"^(?:also,\s*)?(?:for\s+(?:an?\s+)?(?:more\s+|additional\s+|further\s+|detailed\s+|complete\s+|full\s+)*"
     r"(?:information|discussion|description|details|explanation)\b|see\s|refer\s+to\s|"
     r"please\s+refer\b|reference\s+is\s+made\b|"
     r"(?:section|chapter|appendix|table|figure|fig\.)\s+[\dIVX]+[a-z]?\s+(?:describes|presents|discusses|summari[sz]es|"
     r"shows|lists|gives|draws|introduces|reports|provides|outlines|illustrates)\b|"
-    r"(?:the\s+)?(?:rest|remainder)\s+of\s+(?:this|the)\s+(?:paper|report|document|article)\s+is\s+organi[sz]ed\b)"
+    r"(?:the\s+)?(?:rest|remainder)\s+of\s+(?:this|the)\s+(?:paper|report|document|article)\s+is\s+organi[sz]ed\b|"
+    r"the\s+(?:following|accompanying)\s+(?:table|chart|graph|schedule)s?\b|"
+    r"the\s+(?:table|chart|graph|schedule)s?\s+(?:below|above)\b)"
     r"|\bincorporated\s+(?:herein\s+)?by\s+reference\b|\.{5,}|(?:\.\s){4,}",
     re.IGNORECASE,
 )

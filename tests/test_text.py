@@ -309,6 +309,13 @@ def test_other_text_is_no_table_of_contents(text: str) -> None:
         ("Section 3 presents the detection and localisation results, and Section 4 draws conclusions.", True),
         ("Table 1 summarises the results by pipe material.", True),
         ("The rest of this paper is organized as follows.", True),
+        (
+            "The following table summarizes our future estimated cash payments under existing contractual obligations:",
+            True,
+        ),
+        ("The graph below compares the cumulative total shareholder return on our common stock.", True),
+        ("The following is a summary of the Company's significant accounting policies.", False),
+        ("The table stakes in this market are high.", False),
         ("Section 12 survives the termination of this Agreement.", False),
         ("Seeking growth, we expanded into twelve markets.", False),
         ("See-through packaging is sold in every segment.", False),

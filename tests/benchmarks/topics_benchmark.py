@@ -25,7 +25,7 @@ document and in total:
   next paragraph); ``back_references``: a sentence that opens on a pronoun, a demonstrative or a connective
   (``citesum.tasks.text.refers_back``: "During that period ...").
 
-Prints JSON. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
+Prints JSON; ``--texts`` adds each document's brief sentences, to compare two runs. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
 development set's filings) instead of the sample corpus. With ``--questions FILE`` too (a development set's
 questions.jsonl), the documents its answerable questions name are briefed, and ``gold_cited_share`` is the share of
 those questions whose document's brief cites one of their evidence pages: a brief has no reference to score against,
@@ -139,6 +139,7 @@ def measure(summary, rows, topics) -> dict:
         "run_together": sum(runs_together(t, text) for t, text in quoted),
         "back_references": sum(refers_back(t) for t in texts),
         "sentences": len(texts),
+        "texts": texts,
     }
 
 
@@ -203,6 +204,7 @@ def main() -> None:
     parser.add_argument(
         "--questions", help="with --db: a questions.jsonl whose answerable questions' documents to brief"
     )
+    parser.add_argument("--texts", action="store_true", help="print each brief's sentences too")
     args = parser.parse_args()
     from citesum.tasks.summarize.evaluate import load_questions
 
@@ -231,6 +233,8 @@ def main() -> None:
             topics = topics_from_headings(rows)
             origin = "headings" if topics else "clusters"
             results[document] = {"topics": len(summary.parts), "origin": origin, **measure(summary, rows, topics)}
+            if not args.texts:
+                del results[document]["texts"]
             briefed |= brief_pages(summary)
             if questions:
                 lead |= lead_pages(summary, rows, topics or clusters(store, document))

@@ -246,11 +246,19 @@ def flow_run_of(summary: Summary):
     return flow_run_id
 
 
-def task_run_tags(summary: Summary) -> dict[str, set[str]]:
-    """The tags of each task run of the summary's flow run, by task run name."""
-    with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_of(summary)])))
-    return {run.name: set(run.tags) for run in runs}
+def task_run_tags(summary: Summary, prefix: str, count: int) -> dict[str, set[str]]:
+    """The tags of each task run of the summary's flow run, by task run name, once ``count`` runs named ``prefix...``
+    are recorded (or 30 s have passed). Prefect records task runs through events after the flow returns: read at
+    once, 12 of 14 sections' runs were in."""
+    flow_run_id = flow_run_of(summary)
+    deadline = time.monotonic() + 30
+    while True:
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        tags = {run.name: set(run.tags) for run in runs}
+        if sum(name.startswith(prefix) for name in tags) >= count or time.monotonic() > deadline:
+            return tags
+        time.sleep(0.5)
 
 
 def test_the_extractive_synthesizer_waits_for_no_llm_slot(ingested):
@@ -258,16 +266,8 @@ def test_the_extractive_synthesizer_waits_for_no_llm_slot(ingested):
     no model: an exhaustive summary of a filing's 150 sections took 146 s with the waits, 21 s without."""
     settings, _ = ingested
     summary = summarize(settings, "Summarize every obligation", documents=[AGREEMENT], synth="extractive")
-    # Prefect records task runs through events after the flow returns: read until every section's run is in (12 of
-    # 14 were, once, when read at once).
-    deadline = time.monotonic() + 30
-    while True:
-        tags = task_run_tags(summary)
-        sections = [name for name in tags if name.startswith("summarize-section")]
-        if len(sections) >= len(summary.parts) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert len(sections) == len(summary.parts) > 1
+    tags = task_run_tags(summary, "summarize-section", len(summary.parts))
+    assert len([name for name in tags if name.startswith("summarize-section")]) == len(summary.parts) > 1
     assert not [name for name, tagged in tags.items() if LLM_TAG in tagged]
 
 
@@ -334,7 +334,8 @@ def test_injected_instructions_stay_quoted_evidence(tmp_path, sample, fake_ollam
     assert [s.text for s in part.section.removed] == ["HACKED"]  # it is listed as removed, uncited
     assert "HACKED" not in json.dumps(summary.sections_json())
     # A model's calls wait for a slot of its concurrency limit.
-    assert [tagged for name, tagged in task_run_tags(summary).items() if name.startswith("synthesize")] == [{LLM_TAG}]
+    tags = task_run_tags(summary, "synthesize", 1)
+    assert [tagged for name, tagged in tags.items() if name.startswith("synthesize")] == [{LLM_TAG}]
 
 
 def test_cli_eval_ingests_and_reports_retrieval_figures(ingested, tmp_path):

@@ -158,8 +158,8 @@ def is_contents(text: str) -> bool:
 
 # A sentence that only sends the reader elsewhere: "For more information, see Item 1A", "For a description of our legal
 # proceedings, see Note 13", "See Note 1 for ...", "... is incorporated herein by reference", a paper's road map
-# ("Section 3 presents the results", "The rest of this paper is organised as follows"), a table's lead-in ("The following
-# table summarizes our contractual obligations:", "The graph below compares ..."), a contents line's dot leaders.
+# ("Section 3 presents the results", "The rest of this paper is organised as follows"), a table's lead-in ("The
+# following table summarizes our contractual obligations:", "The graph below compares ..."), a contents line's dots.
 _POINTER = re.compile(
     r"^(?:also,\s*)?(?:for\s+(?:an?\s+)?(?:more\s+|additional\s+|further\s+|detailed\s+|complete\s+|full\s+)*"
     r"(?:information|discussion|description|details|explanation)\b|see\s|refer\s+to\s|"
@@ -189,15 +189,18 @@ def is_question(sentence: str) -> bool:
 
 
 # What a sentence may open on and still be read alone: a demonstrative naming the document or a part of it.
-_SELF = r"(?:agreement|report|document|section|article|chapter|paper|study|survey|analysis|policy|plan|form|prospectus|guide|manual|handbook|datasheet|presentation|letter|amendment|statement|annual|quarterly)\b"
+_SELF = (
+    r"(?:agreement|report|document|section|article|chapter|paper|study|survey|analysis|policy|plan|form|prospectus|"
+    r"guide|manual|handbook|datasheet|presentation|letter|amendment|statement|annual|quarterly)\b"
+)
 _REFERS_BACK = re.compile(
     r"^(?:(?:it|its|they|their|them|he|she|his|her|such|however|therefore|thus|hence|moreover|furthermore|"
     r"additionally|also|consequently|accordingly|similarly|likewise|nevertheless|nonetheless|otherwise|instead|"
     r"meanwhile|then|besides)\b"
     r"|(?:as a result|in addition|in contrast|by contrast|on the other hand|as such),|(?:of these|of those|of which)\b"
     rf"|(?:this|that|these|those)\b(?!\s+{_SELF})"
-    r"|(?:during|in|at|for|after|before|from|under|with|by|over|since|until|within|unlike|like)\s+(?:that|those|these|such)"
-    rf"\b(?!\s+{_SELF}))",
+    r"|(?:during|in|at|for|after|before|from|under|with|by|over|since|until|within|unlike|like)\s+"
+    rf"(?:that|those|these|such)\b(?!\s+{_SELF}))",
     re.IGNORECASE,
 )
 

@@ -25,9 +25,9 @@ document and in total:
   next paragraph); ``back_references``: a sentence that opens on a pronoun, a demonstrative or a connective
   (``citesum.tasks.text.refers_back``: "During that period ...").
 
-Prints JSON; ``--texts`` adds each document's brief sentences, to compare two runs. With ``--db STORE [DOCUMENT ...]`` the same for documents of an existing store (a
-development set's filings) instead of the sample corpus. With ``--questions FILE`` too (a development set's
-questions.jsonl), the documents its answerable questions name are briefed, and ``gold_cited_share`` is the share of
+Prints JSON; ``--texts`` adds each document's brief sentences, to compare two runs. With ``--db STORE
+[DOCUMENT ...]`` the same for documents of an existing store (a development set's filings) instead of the sample
+corpus. With ``--questions FILE`` too (a development set's questions.jsonl), the documents its answerable questions name are briefed, and ``gold_cited_share`` is the share of
 those questions whose document's brief cites one of their evidence pages: a brief has no reference to score against,
 but a set's questions ask what a reader of the document wants from it. Beside it, ``lead_gold_cited_share``: the same
 for lead of sections, each topic's sections' first statements (6 to 80 words) in document order, as many as its

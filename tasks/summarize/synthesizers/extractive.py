@@ -112,8 +112,8 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     (``is_contents``), a chart's labels and values (``is_chart_text``) or a cover page's check boxes
     (``is_form_field``), no question (``is_question``), no piece under ``MIN_WORDS`` (its topic's words are a
     heading's, not a question's: "Article III." under "ARTICLE 5"), and no part of a sentence (``is_fragment``:
-    "operating income and a $15.8 million decrease ...", a chunk begun inside a sentence); a brief quoting "Properties 18 Item 3." says nothing, while a
-    question may ask where something is."""
+    "operating income and a $15.8 million decrease ...", a chunk begun inside a sentence); a brief quoting
+    "Properties 18 Item 3." says nothing, while a question may ask where something is."""
     keywords = set(terms(keyword_query(instruction))) if asked else set()
     seen: set[str] = set()
     found: list[_Sentence] = []
@@ -299,7 +299,10 @@ def best_matches(asked: Sequence[list[np.ndarray]], similarity: np.ndarray, lean
     unless all do."""
     picked: list[int] = []
     for parts in asked:
-        best = int(np.argmax(np.where(leans, -1.0, _mean(parts)) if not leans.all() else _mean(parts)))
+        score = _mean(parts)
+        if not leans.all():
+            score = np.where(leans, -1.0, score)  # relevance is never negative: any sentence read alone comes first
+        best = int(np.argmax(score))
         if _fresh(best, picked, similarity):
             picked.append(best)
     return picked

@@ -47,7 +47,8 @@ PREFIX = "CITESUM_"
 # under its label and first figure are its row, not a row without a label. 22: a "%" after a figure may stand past
 # its column's edge: columns are read from the figures' ends too, where that leaves fewer figures out or fewer columns.
 # 23: 21's rest of a row may fill any columns the label's line left empty, when it holds more figures than that line.
-CHUNK_FORMAT = 23
+# 24: a chunk's overlap begins where a sentence does, a sentence broken over a page or column carried whole.
+CHUNK_FORMAT = 24
 
 
 def default_cache_dir() -> Path:

@@ -61,7 +61,7 @@ def split_sentences(
     """
     cuts = {m.end() for m in _SENTENCE_END.finditer(text) if _ends_sentence(m)}
     if paragraphs:
-        cuts.update(m.start() for m in _PARAGRAPH.finditer(text) if not _runs_on(text, m.start()))
+        cuts.update(m.start() for m in _PARAGRAPH.finditer(text) if not goes_on(text[: m.start()], text[m.end() :]))
     rows = table_rows(text)
     if rows:
         cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
@@ -226,10 +226,18 @@ def _ends_sentence(match: re.Match[str]) -> bool:
     return word.lower() not in _ABBREVIATIONS and not _DOTTED.fullmatch(word + ".")
 
 
-def _runs_on(text: str, end: int) -> bool:
-    """The text before ``end`` stops on a function word: its sentence goes on after the break."""
-    last = text[max(0, end - 20) : end].split()
-    return bool(last) and last[-1].lower() in STOPWORDS
+_STOPPED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def goes_on(before: str, after: str) -> bool:
+    """``after``, a block's text, goes on with the sentence the block ``before`` it stops inside: ``before`` ends on no
+    full stop, and ``after`` begins in lower case or ``before`` ends on a comma, a hyphen or a function word (a
+    paragraph broken by a page or column break: "... in accordance with the" and "Participant's earlier election.")."""
+    before, after = before[-200:].rstrip(), after.lstrip()
+    if not before or not after or _STOPPED.search(before):
+        return False
+    last = before.split()[-1]
+    return after[0].islower() or last[-1] in ",-\u2013" or last.lower() in STOPWORDS
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -166,6 +166,21 @@ def test_overlap_of_several_sentences_and_none(count_tokens: CountTokens) -> Non
     assert " ".join(c.text for c in none) == text
 
 
+def test_overlap_carries_a_sentence_broken_over_a_page_whole(count_tokens: CountTokens) -> None:
+    """A sentence broken by a page break is two pieces; its second alone, repeated as the next chunk's overlap,
+    opened chunks inside a sentence (a filing's exhibit quoted "Controlled Group or against the Controlled Group's
+    interests." in its brief). Whatever the budget, no chunk begins inside it."""
+    doc = document(
+        [body("Alpha one is here. Alpha two is here. The fee is payable in accordance with the")],
+        [body("schedule set out in Annex 2 of this Agreement. " + " ".join(f"Beta {n} is here." for n in range(9)))],
+    )
+    broken = "in accordance with the\n\nschedule set out"
+    for budget in range(24, 64, 2):
+        chunks = chunk(doc, count_tokens, max_tokens=budget, overlap_sentences=1).chunks
+        assert not [c.text for c in chunks if c.text[0].islower()], budget
+        assert any(broken in c.text for c in chunks), budget  # the sentence is in some chunk whole
+
+
 def test_overlap_stays_within_a_section(count_tokens: CountTokens) -> None:
     doc = document([heading("A", 1), body("Alpha one. Alpha two."), heading("B", 1), body("Beta one.")])
     assert [c.text for c in chunk(doc, count_tokens, overlap_sentences=1).chunks] == [

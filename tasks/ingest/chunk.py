@@ -61,7 +61,7 @@ from itertools import groupby, islice
 from citesum.tasks import injection
 from citesum.tasks.ingest.boilerplate import find_boilerplate, strip_boilerplate, text_blocks
 from citesum.tasks.records import Block, Chunk, ChunkedDocument, ExtractedDocument
-from citesum.tasks.text import join_heading, normalize_space, split_sentences
+from citesum.tasks.text import goes_on, join_heading, normalize_space, split_sentences
 
 CountTokens = Callable[[str], int]
 
@@ -369,12 +369,25 @@ def _pack(pieces: Sequence[_Piece], room: int, overlap: int) -> list[list[_Piece
 
 
 def _overlap(previous: list[_Piece], nxt: _Piece, room: int, overlap: int) -> list[_Piece]:
-    """The longest tail of ``previous``, up to ``overlap`` pieces, that fits beside ``nxt``."""
+    """The longest tail of ``previous``, up to ``overlap`` sentences, that fits beside ``nxt``. A tail begins where a
+    sentence does: a sentence broken over a page or column is two pieces, and its second alone opened chunks in
+    the middle of a sentence ("Controlled Group or against the Controlled Group's interests.")."""
     for size in range(min(overlap, len(previous)), 0, -1):
-        tail = previous[-size:]
+        start = len(previous) - size
+        while start > 0 and _goes_on(previous[start - 1], previous[start]):
+            start -= 1
+        tail = previous[start:]
         if sum(p.tokens for p in tail) + nxt.tokens <= room:
             return list(tail)
     return []
+
+
+def _goes_on(previous: _Piece, piece: _Piece) -> bool:
+    """``piece`` opens its block and goes on with the sentence that ``previous``, the end of the block before, stops
+    inside (``text.goes_on``)."""
+    if previous.block_index == piece.block_index or piece.block.text[: piece.start].strip():
+        return False
+    return goes_on(previous.block.text[previous.start : previous.end], piece.block.text[piece.start : piece.end])
 
 
 def _enforce(draft: _Draft, budget: _Budget) -> list[_Draft]:

@@ -25,8 +25,9 @@ _ABBREVIATIONS = frozenset(
 # whitespace; ``word`` is the token the terminator closes, ``next`` the first character after.
 _SENTENCE_END = re.compile(r"(?<!\S)(?P<word>\S*?)(?P<stop>[.!?]+)[\"'\u201d\u2019)\]]*(?=\s+(?P<next>\S))")
 _CLAUSE_END = re.compile(r"[;:?!]+[\"'\u201d\u2019)\]]*(?=\s)")
-# A blank line (extraction joins its blocks by one) before a capital, a digit or an opening quote.
-_PARAGRAPH = re.compile(r"(?<=[^\s,\-\u2013])[ \t]*\n[ \t]*\n\s*(?=[A-Z0-9\"'\u201c\u2018(\[$])")
+# A blank line (extraction joins its blocks by one) before a capital, a digit or an opening quote; ``goes_on`` says
+# where the sentence runs on over it.
+_PARAGRAPH = re.compile(r"(?<=\S)[ \t]*\n[ \t]*\n\s*(?=[A-Z0-9\"'\u201c\u2018(\[$])")
 _LINE_END = re.compile(r"\n")
 _ITEM = r"(?:[a-zA-Z]|[ivxIVX]{2,5}|\d{1,2})"  # what numbers a list's item: "a", "iv", "2"
 _ENUMERATION = re.compile(rf"(?<=\s)\({_ITEM}\)(?=\s)")  # "(a)", "(iv)", "(2)"
@@ -226,7 +227,7 @@ def _ends_sentence(match: re.Match[str]) -> bool:
     return word.lower() not in _ABBREVIATIONS and not _DOTTED.fullmatch(word + ".")
 
 
-_STOPPED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+_WHOLE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")  # a full stop, closing quotes or brackets after it
 
 
 def goes_on(before: str, after: str) -> bool:
@@ -234,7 +235,7 @@ def goes_on(before: str, after: str) -> bool:
     full stop, and ``after`` begins in lower case or ``before`` ends on a comma, a hyphen or a function word (a
     paragraph broken by a page or column break: "... in accordance with the" and "Participant's earlier election.")."""
     before, after = before[-200:].rstrip(), after.lstrip()
-    if not before or not after or _STOPPED.search(before):
+    if not before or not after or _WHOLE_END.search(before):
         return False
     last = before.split()[-1]
     return after[0].islower() or last[-1] in ",-\u2013" or last.lower() in STOPWORDS
@@ -387,7 +388,6 @@ def is_chart_text(sentence: str) -> bool:
 
 
 _ITEM_MARKER = re.compile(rf"^(?:\(?{_ITEM}[.)]|[\u2022\u25aa\u25cf\-\u2013\u2014*])\s+")  # "(vi) ", "a) ", "• "
-_WHOLE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
 def is_fragment(sentence: str) -> bool:

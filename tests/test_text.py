@@ -23,6 +23,7 @@ from citesum.tasks.text import (
     is_title,
     join_heading,
     normalize_space,
+    refers_back,
     run_in_heading,
     sentences,
     split_heading,
@@ -259,6 +260,25 @@ def test_paragraphs_end_a_piece_only_when_asked_and_not_where_a_sentence_runs_on
 )
 def test_a_question_asks_instead_of_stating(sentence, question):
     assert is_question(sentence) is question
+
+
+@pytest.mark.parametrize(
+    ("sentence", "leans"),
+    [
+        ("During that period the utility's leakage team carried out its usual acoustic survey.", True),
+        ("It is fed through a single inlet with a flow meter.", True),
+        ("These results hold for every pipe material.", True),
+        ("However, few respondents agree.", True),
+        ("In addition, third party expenses increased $23.8 million.", True),
+        ("This Agreement ends on the last day of the Term.", False),  # the document names itself
+        ("This report evaluates a low-cost method for detecting leaks.", False),
+        ("In addition to sampling error, question wording can introduce bias.", False),  # no connective: a phrase
+        ("As a result of the exchange offer, the segment is reported as discontinued.", False),
+        ("Thereafter the plan was frozen.", False),
+    ],
+)
+def test_a_sentence_that_refers_back_leans_on_the_one_before(sentence, leans):
+    assert refers_back(sentence) is leans
 
 
 # --- tables of contents ----------------------------------------------------------------

@@ -27,9 +27,10 @@ document and in total:
 
 Prints JSON; ``--texts`` adds each document's brief sentences, to compare two runs. With ``--db STORE
 [DOCUMENT ...]`` the same for documents of an existing store (a development set's filings) instead of the sample
-corpus. With ``--questions FILE`` too (a development set's questions.jsonl), the documents its answerable questions name are briefed, and ``gold_cited_share`` is the share of
-those questions whose document's brief cites one of their evidence pages: a brief has no reference to score against,
-but a set's questions ask what a reader of the document wants from it. Beside it, ``lead_gold_cited_share``: the same
+corpus. With ``--questions FILE`` too (a development set's questions.jsonl), the documents its answerable questions
+name are briefed, and ``gold_cited_share`` is the share of those questions whose document's brief cites one of their
+evidence pages: a brief has no reference to score against, but a set's questions ask what a reader of the document
+wants from it. Beside it, ``lead_gold_cited_share``: the same
 for lead of sections, each topic's sections' first statements (6 to 80 words) in document order, as many as its
 part has sentences.
 
@@ -101,7 +102,8 @@ def measure(summary, rows, topics) -> dict:
     own_chunks = {topic.title: set(topic.chunk_ids) for topic in topics}
     section_of = {r["chunk_id"]: key for key, group in section_rows(rows).items() for r in group}
     contents = {r["chunk_id"] for r in rows if is_contents(r["text"])}
-    own = cited = from_contents = sections = sections_cited = 0
+    chunk_text = {r["chunk_id"]: r["text"] for r in rows}
+    own = cited = from_contents = sections = sections_cited = run_together = 0
     for part in summary.parts:
         wanted = own_chunks.get(part.section.title, set())
         by_label = {e.label: e.chunk_id for e in part.section.evidence}
@@ -113,14 +115,12 @@ def measure(summary, rows, topics) -> dict:
             sections += len(grouped)
             sections_cited += len(grouped & {section_of.get(c) for c in chunks})
         from_contents += sum(any(by_label[c] in contents for c in s.citations) for s in part.section.sentences)
+        run_together += sum(
+            runs_together(s.text, chunk_text.get(by_label[s.citations[0]], ""))
+            for s in part.section.sentences
+            if s.citations
+        )
     texts = [s.text for part in summary.parts for s in part.section.sentences]
-    chunk_text = {r["chunk_id"]: r["text"] for r in rows}
-    quoted = [
-        (s.text, chunk_text.get({e.label: e.chunk_id for e in part.section.evidence}.get(s.citations[0], ""), ""))
-        for part in summary.parts
-        for s in part.section.sentences
-        if s.citations
-    ]
     return {
         "cited_chunks": cited,
         "own_section": own,
@@ -136,7 +136,7 @@ def measure(summary, rows, topics) -> dict:
         "forms_quoted": sum(is_form_field(t) for t in texts),
         "standard_quoted": sum(is_boilerplate(t) for t in texts),
         "questions_quoted": sum(is_question(t) for t in texts),
-        "run_together": sum(runs_together(t, text) for t, text in quoted),
+        "run_together": run_together,
         "back_references": sum(refers_back(t) for t in texts),
         "sentences": len(texts),
         "texts": texts,

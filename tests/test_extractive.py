@@ -148,6 +148,34 @@ def test_a_header_that_echoes_the_question_is_no_answer(embedder):
     assert draft.sentences[0].text == "Little Rock AR01 2.", draft.raw
 
 
+def test_a_sentence_is_read_under_its_chunks_heading(embedder):
+    # MMLongBench-Doc's market list: the item the code names held one keyword of the question's six ("AR01"), the
+    # line that ran the column header into another state's item held five, and the summary quoted only that line.
+    # Under its heading ("EPS Geographic Market Name Code > Arkansas (AR)") the item holds all six.
+    ev = (
+        evidence_of(
+            "c1",
+            '5. Kalamazoo and Grand Rapids MI05 6. "The Thumb" MI06 7. Northern Michigan MI07 '
+            "EPS Geographic Market Name Code",
+            pages=(5, 5),
+            heading="Enrollment Planning Service > EPS Geographic Market Name Code > Michigan (MI)",
+            score=0.94,
+        ),
+        evidence_of(
+            "c2",
+            "1. Little Rock AR01 2. Northern Arkansas AR02 New Mexico (NM)\n\n"
+            "1. Albuquerque and Northern New Mexico NM01 2. Southern New Mexico NM02",
+            pages=(8, 8),
+            heading="Enrollment Planning Service > EPS Geographic Market Name Code > Arkansas (AR)",
+            score=0.38,
+        ),
+    )
+    draft = ExtractiveSynthesizer(embedder).synthesize(
+        SynthesisRequest("What's the geographic market name for EPS Code AR01?", ev, max_sentences=5, is_question=True)
+    )
+    assert "Little Rock AR01 2." in [s.text for s in draft.sentences], draft.raw
+
+
 def test_after_the_leading_chunks_two_more_sentences_come_by_relevance(embedder):
     # One chunk of four sentences on the question: its best covers it, then two more by relevance.
     chunk = CONVENIENCE

@@ -1,12 +1,12 @@
 """The extractive synthesizer: verbatim sentences of the evidence, each cited.
 
 It never writes text of its own. Each sentence of the evidence gets a relevance to the
-instruction: its cosine with it, the share of the instruction's keywords it holds (IDF
-over the sentences, as the reranker weighs chunks) and its chunk's rerank score, in equal
-parts; when the instruction asks for a quantity (``asks_for_quantity``: "how many", "what ratio",
-"in millions", "round ..."), holding a figure (a number other than a year) is a fourth equal
-part. Sentences far less relevant than the best are left out. A piece under ``MIN_WORDS``
-is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
+instruction: its cosine with it, the share of the instruction's keywords it holds (asked, read
+under its chunk's heading; IDF over the sentences, as the reranker weighs chunks) and its
+chunk's rerank score, in equal parts; when the instruction asks for a quantity
+(``asks_for_quantity``: "how many", "what ratio", "in millions", "round ..."), holding a figure
+(a number other than a year) is a fourth equal part. Sentences far less relevant than the best
+are left out. A piece under ``MIN_WORDS`` is a candidate only when it holds one of the instruction's keywords (a lookup's answer:
 "Little Rock AR01 2." for "the market name for code AR01") and is no running title in capitals ("THE BOEING
 COMPANY"). Asked, a sentence made only of the question's own keywords is no candidate: it echoes the question (a
 column header, "EPS Geographic Market Name Code" for "the geographic market name for EPS Code AR01") and answers
@@ -100,6 +100,7 @@ class _Sentence:
     prior: float = 1.0  # the chunk's rerank score, scaled to 0..1 within the evidence
     clause: bool = False  # a clause of a sentence over the word cap, not a sentence or a row
     standard: bool = False  # unasked, a filing's standard language (``is_boilerplate``) or a clause of it
+    heading: str = ""  # asked, its chunk's heading path: what it is read under (``sentence_parts``)
 
 
 def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, asked: bool = True) -> list[_Sentence]:
@@ -122,13 +123,16 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
     for item in evidence:
         prior = (item.score - scores.min()) / spread if spread > 0 else 1.0
         text = item.text
+        # Unasked, the instruction is a topic, its section's own heading, which every sentence of the section would
+        # hold whole: its keywords would no longer tell them apart.
+        heading = item.candidate.chunk.heading if asked else ""
         rows, row_spans = row_findings(text), set(table_rows(text))
         for start, end in split_sentences(text, paragraphs=not asked):
             if (start, end) in row_spans:  # a header or label row is no finding
                 row = rows.get(tuple(row_cells(text[start:end])))
                 if row is not None and row.lower() not in seen:
                     seen.add(row.lower())
-                    found.append(_Sentence(row, (item.label,), len(found), float(prior)))
+                    found.append(_Sentence(row, (item.label,), len(found), float(prior), heading=heading))
                 continue
             whole = normalize_space(text[start:end])
             whole = whole[len(run_in_heading(whole)) :].lstrip()  # its heading is the part's, not a finding's
@@ -145,7 +149,7 @@ def evidence_sentences(evidence: Sequence[Evidence], instruction: str = "", *, a
                 ):
                     continue
                 seen.add(sentence.lower())
-                found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause, standard))
+                found.append(_Sentence(sentence, (item.label,), len(found), float(prior), clause, standard, heading))
     return found
 
 
@@ -310,12 +314,14 @@ def best_matches(asked: Sequence[list[np.ndarray]], similarity: np.ndarray, lean
 
 def sentence_parts(instruction: str, pool: Sequence[_Sentence], cosine: np.ndarray) -> list[np.ndarray]:
     """A sentence's own parts of relevance, each 0..1: its cosine with the instruction (clipped at 0, scaled to
-    the best), the share of the instruction's keywords it holds and, when the instruction asks for a quantity,
-    whether it holds a figure. Its chunk's score is the selection's to add. A negative cosine is no relevance,
-    and would turn the floor upside down."""
+    the best), the share of the instruction's keywords it holds (asked, read under its chunk's heading) and, when
+    the instruction asks for a quantity, whether it holds a figure. Its chunk's score is the selection's to add. A
+    negative cosine is no relevance, and would turn the floor upside down. Read under its heading, a list item
+    ("Little Rock AR01 2." under "EPS Geographic Market Name Code > Arkansas (AR)") answers the lookup it is the
+    answer to, where alone it held one keyword of six and lost to a line that echoes the question."""
     own = cosine / max(float(cosine.max()), 1e-6)
     query = list(dict.fromkeys(terms(keyword_query(instruction))))
-    held = [set(terms(s.text)) for s in pool]
+    held = [set(terms(f"{s.heading}\n{s.text}")) for s in pool]
     idf = local_idf(query, held)
     parts = [own, np.array([coverage(query, idf, t) for t in held])]
     if asks_for_quantity(instruction):

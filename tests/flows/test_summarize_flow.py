@@ -140,9 +140,10 @@ def test_a_short_correct_answer_is_no_coverage_collapse(ingested):
 
     notice_pages = {p.page for p in placed[AGREEMENT] if "12.2 Notice" in p.heading}
     assert any(set(range(c.page_start, c.page_end + 1)) & notice_pages for c in cited(summary))
-    # Most of the evidence is not needed for the answer: the notice clause and, since 97cfa8c, one more termination
-    # right of the same page by relevance, in the place of a low-scored chunk.
-    assert summary.metrics["coverage"] <= 0.25
+    # Most of the evidence is not needed for the answer: the notice clause, since 97cfa8c one more termination right
+    # of the same page by relevance in the place of a low-scored chunk, and since c1fa3ad a sentence of another chunk
+    # under the termination heading; under half of the evidence, where a brief's coverage collapse begins.
+    assert summary.metrics["coverage"] < 0.5
     assert not [w for w in summary.warnings if w.startswith("Coverage collapse")], summary.warnings
 
 

@@ -133,6 +133,16 @@ def test_the_same_version_chunked_anew_rewrites_the_rows_that_changed(store, emb
     assert rows[new[0].text]["ingested_at"] == T2
 
 
+def test_chunks_tied_in_a_text_search_come_in_chunk_id_order(store, embedder):
+    # The full-text index returns chunks of equal score in any order; fused with the vector lists, that order moved
+    # a question's evidence from one run to the next.
+    chunks = chunks_of("a.pdf", "v1", [f"The notice period is {n} days." for n in ("ten", "twenty", "thirty", "forty")])
+    put(store, embedder, chunks)
+    for _ in range(5):
+        found = [r["chunk_id"] for r in store.search_text("notice period", k=10)]
+        assert found == sorted(c.chunk_id for c in chunks)
+
+
 def test_delete_document_leaves_nothing_retrievable(store, embedder):
     put(store, embedder, chunks_of("a.pdf", "v1", ["Confidential information stays secret."]))
     assert store.delete_document("a.pdf") == 1

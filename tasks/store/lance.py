@@ -190,8 +190,12 @@ class LanceStore:
 
     @boundary("full-text search")
     def search_text(self, text: str, k: int = 10, where: str | None = None) -> list[dict]:
+        """Best first; chunks tied in score in chunk id order. The full-text index returns ties in any order, and
+        fused with the other lists a tie's order moved evidence: two runs of the same questions chose different
+        evidence for 3 of MMLongBench-Doc's 209."""
         query = self._require_chunks().search(text, query_type="fts").limit(k)
-        return schema.rows((query.where(where) if where else query).to_arrow())
+        found = (query.where(where) if where else query).to_arrow()
+        return schema.rows(found.sort_by([("_score", "descending"), ("chunk_id", "ascending")]))
 
     @boundary("word scan")
     def holds_word(self, word: str) -> bool:

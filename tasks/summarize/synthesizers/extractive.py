@@ -7,11 +7,11 @@ chunk's rerank score, in equal parts; when the instruction asks for a quantity
 (``asks_for_quantity``: "how many", "what ratio", "in millions", "round ..."), holding a figure
 (a number other than a year) is a fourth equal part. Sentences far less relevant than the best
 are left out. A piece under ``MIN_WORDS`` is a candidate only when it holds one of the
-instruction's keywords (a lookup's answer: "Little Rock AR01 2." for "the market name for code AR01") and is no running title in capitals ("THE BOEING
-COMPANY"). Asked, a sentence made only of the question's own keywords is no candidate: it echoes the question (a
-column header, "EPS Geographic Market Name Code" for "the geographic market name for EPS Code AR01") and answers
-nothing. The summary first takes the
-evidence's best match to the instruction, judged sentence by sentence (the same parts less
+instruction's keywords (a lookup's answer: "Little Rock AR01 2." for "the market name for code AR01")
+and is no running title in capitals ("THE BOEING COMPANY"). Asked, a sentence made only of the
+question's own keywords is no candidate: it echoes the question (a column header, "EPS Geographic
+Market Name Code" for "the geographic market name for EPS Code AR01") and answers nothing. The
+summary first takes the evidence's best match to the instruction, judged sentence by sentence (the same parts less
 its chunk's score: an answer in a chunk the reranker ranked low is still quoted; for a question
 asking two things, ``question_parts``, the best match to each), then the
 best sentence of each other of the first ``COVER`` evidence chunks, in rank order, when its own

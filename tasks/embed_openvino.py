@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citesum.tasks.embed import token_counter
+from citesum.tasks.embed import length_batches, token_counter
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so caches made by older code are not reused
 POOLINGS = ("cls", "mean", "max")
@@ -240,7 +240,7 @@ class OpenVINOEmbedder:
         encoded = self.encode(texts)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         with self._lock:
-            for batch in batches(encoded, self.batch_size):  # start_async waits for a free stream
+            for batch in length_batches([len(e) for e in encoded], self.batch_size):  # waits for a free stream
                 feed, mask = self._feed([encoded[i] for i in batch])
                 self._streams.start_async(feed, (vectors, batch, mask))
             self._streams.wait_all()
@@ -288,14 +288,6 @@ class OpenVINOEmbedder:
             return float(json.loads(self.self_check_path.read_text())["min_cosine"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
-
-
-def batches(encoded: Sequence, size: int) -> list[list[int]]:
-    """Indices of ``encoded`` in batches of ``size``, longest first by word pieces: a batch pads to its longest text.
-    Not by characters, as sentence-transformers orders them: a table's figures take several pieces a character,
-    and batches ordered by characters were 22% padding on the FinanceBench chunks (README, Benchmark)."""
-    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-    return [order[start : start + size] for start in range(0, len(order), size)]
 
 
 def truncating_tokenizer(tokenizer, layout: ModelLayout) -> tuple:

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citesum.tasks.embed import SentenceTransformerEmbedder, load_embedder, model_folder
-from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported, batches, cache_key, read_layout
+from citesum.tasks.embed import SentenceTransformerEmbedder, length_batches, load_embedder, model_folder
+from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported, cache_key, read_layout
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
 from citesum.tasks.ingest.pdf.extract import extract_document
@@ -95,21 +95,23 @@ def test_batches_run_on_parallel_streams_land_in_their_own_rows(cache, chunked, 
     assert (np.argmax(together @ alone.T, axis=1) == np.arange(len(texts))).all()
 
 
-def test_batches_group_texts_by_word_pieces_not_characters(fast):
+@pytest.mark.parametrize("backend", ["fast", "torch_embedder"])
+def test_batches_group_texts_by_word_pieces_not_characters(backend, request):
     """A table's figures take several word pieces a character: batches made by characters pad prose to the
     length of figures. Ordered by word pieces, the figures go together and so does the prose."""
+    embedder = request.getfixturevalue(backend)
     texts = [
         "The agreement may be ended by either party on thirty days written notice to the other party.",
         "Total debt: 2018 $14,622; 2017 $13,949; 2016 $1,577.3; 2015 (2,081); 8.2% 3,010",
         "Either party may end this agreement by giving notice to the other one.",
         "Net sales: 2018 $32,765; 2017 $31,657; 2016 $30,109; 2015 (2.1%)",
     ]  # longest first by characters: prose, figures, prose, figures
-    encoded = fast.encode(texts)
-    pieces = [len(e) for e in encoded]
+    pieces = [embedder.count_tokens(text) for text in texts]
     assert min(pieces[1], pieces[3]) > max(pieces[0], pieces[2])  # the premise: the figures take more pieces
-    assert sorted(map(sorted, batches(encoded, 2))) == [[0, 2], [1, 3]]
-    padded = sum(len(batch) * max(pieces[i] for i in batch) for batch in batches(encoded, 2))
-    assert padded == 2 * pieces[1] + 2 * max(pieces[0], pieces[2])
+    assert sorted(map(sorted, length_batches(pieces, 2))) == [[0, 2], [1, 3]]
+    # and each text's vector, wherever its batch put it, is its own
+    alone = np.vstack([embedder.embed([text]) for text in texts])
+    assert float(np.min(np.sum(embedder.embed(texts) * alone, axis=1))) >= 0.999
 
 
 def store_with(tmp: Path, chunked, embedder) -> LanceStore:

@@ -237,7 +237,7 @@ class OpenVINOEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encoded = self.encode(texts)
+        encoded = self._encode(texts)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         with self._lock:
             for batch in length_batches([len(e) for e in encoded], self.batch_size):  # waits for a free stream
@@ -246,7 +246,7 @@ class OpenVINOEmbedder:
             self._streams.wait_all()
         return vectors
 
-    def encode(self, texts: Sequence[str]) -> list:
+    def _encode(self, texts: Sequence[str]) -> list:
         """The tokenizer's encodings of ``texts`` as the model reads them (lower-cased if it was trained so, truncated)."""
         return self._tokenizer.encode_batch_fast([t.lower() for t in texts] if self.layout.do_lower_case else texts)
 

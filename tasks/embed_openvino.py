@@ -290,7 +290,7 @@ class OpenVINOEmbedder:
             return None
 
 
-def truncating_tokenizer(tokenizer, layout: ModelLayout) -> tuple:
+def truncating_tokenizer(tokenizer, layout: ModelLayout) -> tuple[object, dict[str, int]]:
     """The model's tokenizer truncating at max_seq_length as sentence-transformers calls it, not padding (the shipped
     tokenizer.json may pad to a fixed length), and its padding token's ids, to pad each batch to its longest."""
     tokenizer.enable_truncation(layout.max_seq_length)

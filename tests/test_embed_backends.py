@@ -98,7 +98,9 @@ def test_batches_run_on_parallel_streams_land_in_their_own_rows(cache, chunked, 
 @pytest.mark.parametrize("backend", ["fast", "torch_embedder"])
 def test_batches_group_texts_by_word_pieces_not_characters(backend, request):
     """A table's figures take several word pieces a character: batches made by characters pad prose to the
-    length of figures. Ordered by word pieces, the figures go together and so does the prose."""
+    length of figures. Ordered by word pieces (``length_batches``, which each embedder calls with its own counts),
+    the figures go together and so does the prose; each embedder, reordering its texts so, still returns each
+    text's vector in its own row. That embedding is faster so is the benchmark's to show (README, Benchmark)."""
     embedder = request.getfixturevalue(backend)
     texts = [
         "The agreement may be ended by either party on thirty days written notice to the other party.",

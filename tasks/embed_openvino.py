@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citesum.tasks.embed import length_batches, token_counter
+from citesum.tasks.embed import counts_add_up, length_batches, token_counter
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes, so caches made by older code are not reused
 POOLINGS = ("cls", "mean", "max")
@@ -219,7 +219,8 @@ class OpenVINOEmbedder:
         chosen = self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
         self.precision = PRECISIONS.get(chosen, chosen)
         self.backend = f"openvino {self.precision}"
-        self._count = token_counter(Tokenizer.from_file(str(folder / "tokenizer.json")))
+        counting = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._count, self.counts_add_up = token_counter(counting), counts_add_up(counting)
         self._tokenizer, self._padding = truncating_tokenizer(
             Tokenizer.from_file(str(folder / "tokenizer.json")), self.layout
         )

@@ -264,6 +264,24 @@ def test_budget_holds_when_joined_blocks_cost_more_than_their_sum() -> None:
     assert "\n\n".join(c.text for c in result.chunks) == "\n\n".join(b.text for b in doc.pages[0].blocks)
 
 
+def test_chunks_are_costed_from_their_sentences_when_counts_add_up(count_tokens: CountTokens) -> None:
+    """With the packaged model's counter, whose counts add up over text joined at whitespace, a chunk is costed as
+    its heading's and sentences' counts: the counter never sees a whole chunk, and the chunks are those of counting
+    each one for real."""
+    sentences = [f"Clause {letters(n)} binds the tenant to {letters(n + 1)} terms." for n in range(60)]
+    doc = document([heading("Terms", 1), *(body(" ".join(sentences[n : n + 4])) for n in range(0, 60, 4))])
+    seen: list[str] = []
+
+    def counting(text: str) -> int:
+        seen.append(text)
+        return count_tokens(text)
+
+    added = chunk_document(doc, count_tokens=counting, max_tokens=64, counts_add_up=True)
+    real = chunk_document(doc, count_tokens=count_tokens, max_tokens=64)
+    assert added.chunks == real.chunks and len(real.chunks) > 5
+    assert not {c.embedding_text for c in added.chunks} & set(seen)
+
+
 def test_budget_holds_when_the_heading_join_costs_more_than_estimated() -> None:
     sentence = " ".join(f"w{n}" for n in range(30)) + "."
     doc = document([heading("H", 1), body(sentence)])
@@ -411,9 +429,10 @@ def generated_documents(draw: st.DrawFn) -> Generated:
     generated=generated_documents(),
     max_tokens=st.sampled_from([32, 64, 254]),
     overlap=st.integers(0, 2),
+    add_up=st.booleans(),
 )
 def test_every_character_lands_in_order_within_budget(
-    count_tokens: CountTokens, generated: Generated, max_tokens: int, overlap: int
+    count_tokens: CountTokens, generated: Generated, max_tokens: int, overlap: int, add_up: bool
 ) -> None:
     """The coverage property, as strong as it can be stated with whole words.
 
@@ -422,9 +441,12 @@ def test_every_character_lands_in_order_within_budget(
     Then each chunk's words are a contiguous run W[start:end] (its text is exact block
     text), the first run starts at 0, each run starts no later than the previous one
     ended and ends later, the last ends at len(W), and runs overlap only within a
-    section. Its page span is that of the words it holds; its embedding text fits.
+    section. Its page span is that of the words it holds; its embedding text fits, also when chunks are costed
+    from their sentences' counts (``add_up``: the packaged model's counts add up over whitespace joins).
     """
-    result = chunk_document(generated.doc, count_tokens=count_tokens, max_tokens=max_tokens, overlap_sentences=overlap)
+    result = chunk_document(
+        generated.doc, count_tokens=count_tokens, max_tokens=max_tokens, overlap_sentences=overlap, counts_add_up=add_up
+    )
     chunks = result.chunks
     in_paths = {name for c in chunks if c.heading for name in c.heading.split(" > ")}
     words: list[tuple[str, int]] = [

@@ -13,7 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citesum.tasks.embed import SentenceTransformerEmbedder, length_batches, load_embedder, model_folder
+from citesum.tasks.embed import (
+    SentenceTransformerEmbedder,
+    counts_add_up,
+    length_batches,
+    load_embedder,
+    model_folder,
+)
 from citesum.tasks.embed_openvino import OpenVINOEmbedder, Unsupported, cache_key, read_layout
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.ingest.chunk import chunk_document
@@ -93,6 +99,24 @@ def test_batches_run_on_parallel_streams_land_in_their_own_rows(cache, chunked, 
     alone = np.vstack([fast.embed([text]) for text in texts])
     assert float(np.min(np.sum(together * alone, axis=1))) >= 0.999
     assert (np.argmax(together @ alone.T, axis=1) == np.arange(len(texts))).all()
+
+
+def test_counts_add_up_for_the_packaged_model_and_not_for_a_sentencepiece_tokenizer(chunked, torch_embedder, fast):
+    """Both backends say the packaged model's counts add up over text joined at whitespace, and they do over the
+    sample's chunks; a SentencePiece-style tokenizer (its pre-tokenizer marks where words begin) is not taken
+    to add up."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    assert fast.counts_add_up and torch_embedder.counts_add_up
+    texts = [c.text for doc in chunked for c in doc.chunks]
+    special = fast.count_tokens("")
+    for a, b in zip(texts, texts[1:], strict=False):
+        assert fast.count_tokens(f"{a}\n\n{b}") == fast.count_tokens(a) + fast.count_tokens(b) - special
+    pieces = Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1, "##a": 2}, unk_token="[UNK]"))
+    pieces.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    assert counts_add_up(pieces)
+    pieces.pre_tokenizer = pre_tokenizers.Metaspace()
+    assert not counts_add_up(pieces)
 
 
 @pytest.mark.parametrize("backend", ["fast", "torch_embedder"])

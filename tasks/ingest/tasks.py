@@ -106,6 +106,7 @@ def chunk(job: Job, settings: Settings, embedder: Embedder) -> Job:
         max_tokens=min(settings.chunking.chunk_tokens, embedder.max_tokens),
         overlap_sentences=settings.chunking.overlap_sentences,
         boilerplate_min_pages=settings.chunking.boilerplate_min_pages,
+        counts_add_up=embedder.counts_add_up,
     )
     seconds = time.perf_counter() - started
     get_run_logger().info(

@@ -144,7 +144,7 @@ def ingest_steps(
     and chunk of a job (about 0.1 s of CPU a filing's job each time a step is submitted, README, Benchmark).
     Dask rebuilds a quote as a plain tuple (prefect-dask issue 43), so its workers get jobs as they are.
     """
-    hand = quote if settings.ingest.runner == "threads" else lambda jobs: jobs
+    hand = quote if settings.ingest.runner == "threads" else lambda unquoted: unquoted
     return Steps(
         extract=lambda job: extract.submit(hand(job), settings, passwords.get(job.document_id)),
         chunk=lambda job: chunk.submit(hand(job), settings, embedder),

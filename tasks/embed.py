@@ -142,7 +142,8 @@ def counts_add_up(tokenizer) -> bool:
     """Whether the word pieces of texts joined at whitespace are the sum of each text's, special tokens apart:
     ``tokenizer`` (transformers or ``tokenizers``) is a WordPiece model behind BERT's normalizer and pre-tokenizer,
     which change text a character at a time and split it at whitespace before anything else, with special tokens
-    only around the whole text. Other tokenizers (SentencePiece's, byte-level BPE) may count a join differently.
+    only around the whole text and no added token that holds whitespace (one could match across a join). Other
+    tokenizers (SentencePiece's, byte-level BPE) may count a join differently.
     """
     from tokenizers import models, normalizers, pre_tokenizers, processors
 
@@ -152,6 +153,7 @@ def counts_add_up(tokenizer) -> bool:
         and isinstance(backend.normalizer, normalizers.BertNormalizer | None)
         and isinstance(backend.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
         and isinstance(backend.post_processor, processors.BertProcessing | processors.TemplateProcessing | None)
+        and not any(any(c.isspace() for c in t.content) for t in backend.get_added_tokens_decoder().values())
     )
 
 

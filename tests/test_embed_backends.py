@@ -117,6 +117,9 @@ def test_counts_add_up_for_the_packaged_model_and_not_for_a_sentencepiece_tokeni
     assert counts_add_up(pieces)
     pieces.pre_tokenizer = pre_tokenizers.Metaspace()
     assert not counts_add_up(pieces)
+    pieces.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    pieces.add_tokens(["a a"])  # an added token matches before pre-tokenizing, across a join of "a" and "a"
+    assert not counts_add_up(pieces)
 
 
 @pytest.mark.parametrize("backend", ["fast", "torch_embedder"])

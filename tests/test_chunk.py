@@ -282,6 +282,21 @@ def test_chunks_are_costed_from_their_sentences_when_counts_add_up(count_tokens:
     assert not {c.embedding_text for c in added.chunks} & set(seen)
 
 
+def superadditive(text: str) -> int:
+    """A counter whose counts add up over whitespace joins, while a word costs more than its halves."""
+    return 2 + sum(len(word) ** 2 // 50 + 1 for word in text.split())
+
+
+def test_a_word_cut_in_two_is_counted_for_real_even_when_counts_add_up() -> None:
+    """A 50-letter word over the room is cut into 43 letters (37 pieces, the most that fit) and 7 (1 piece): their
+    sum fits beside each other, joined they are 51 pieces. Touching pieces are no whitespace join, so the chunk
+    holding both is counted for real and split."""
+    doc = document([body("x" * 50)])
+    result = chunk_document(doc, count_tokens=superadditive, max_tokens=40, overlap_sentences=0, counts_add_up=True)
+    assert [c.text for c in result.chunks] == ["x" * 43, "x" * 7]
+    assert all(superadditive(c.embedding_text) <= 40 for c in result.chunks)
+
+
 def test_budget_holds_when_the_heading_join_costs_more_than_estimated() -> None:
     sentence = " ".join(f"w{n}" for n in range(30)) + "."
     doc = document([heading("H", 1), body(sentence)])

@@ -219,11 +219,10 @@ class OpenVINOEmbedder:
         chosen = self._compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
         self.precision = PRECISIONS.get(chosen, chosen)
         self.backend = f"openvino {self.precision}"
-        counting = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._count, self.counts_add_up = token_counter(counting), counts_add_up(counting)
-        self._tokenizer, self._padding = truncating_tokenizer(
-            Tokenizer.from_file(str(folder / "tokenizer.json")), self.layout
-        )
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        # token_counter counts with a copy of its own: the truncating tokenizer may then be set up on this one.
+        self._count, self.counts_add_up = token_counter(tokenizer), counts_add_up(tokenizer)
+        self._tokenizer, self._padding = truncating_tokenizer(tokenizer, self.layout)
         self._lock = threading.Lock()  # one embed call at a time: its batches already keep every stream busy
 
     def __reduce__(self) -> tuple[Callable[..., object], tuple]:

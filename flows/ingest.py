@@ -141,7 +141,7 @@ def ingest_steps(
     """Each step submitted to the run's task runner.
 
     On threads, jobs go quoted: unquoted, Prefect walks a task's arguments for futures, through every page, block
-    and chunk of a job (about 0.1 s of CPU a filing's job each time a step is submitted, README, Benchmark).
+    and chunk of a job (about 0.1 s of CPU a filing's job each time a step is submitted; README, How ingestion works).
     Dask rebuilds a quote as a plain tuple (prefect-dask issue 43), so its workers get jobs as they are.
     """
     hand = quote if settings.ingest.runner == "threads" else lambda unquoted: unquoted

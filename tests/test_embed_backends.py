@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citesum.tasks.embed import (
     SentenceTransformerEmbedder,
@@ -141,6 +143,48 @@ def test_batches_group_texts_by_word_pieces_not_characters(backend, request):
     # and each text's vector, wherever its batch put it, is its own
     alone = np.vstack([embedder.embed([text]) for text in texts])
     assert float(np.min(np.sum(embedder.embed(texts) * alone, axis=1))) >= 0.999
+
+
+def run_pieces(lengths: list[int], batches: list[list[int]], batch_cost: int) -> int:
+    """Word pieces a batching runs through the model, each batch padded to its longest text, plus its call."""
+    return sum(batch_cost + len(batch) * max(lengths[i] for i in batch) for batch in batches)
+
+
+def test_a_few_short_texts_get_a_batch_of_their_own_rather_than_padding_to_long_ones():
+    """Cut every 32 texts, the 33rd long chunk of a document shares its batch with the 31 short ones, each padded to
+    200 pieces: 6,400 pieces run for 710 real ones."""
+    lengths = [200] * 33 + [10] * 31
+    batches = length_batches(lengths, 32)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert all(len(batch) <= 32 for batch in batches)
+    assert all(len({lengths[i] for i in batch}) == 1 for batch in batches)  # no short text padded to 200
+
+
+def contiguous_cuts(count: int, size: int):
+    """Every way to cut ``count`` ordered texts into consecutive batches of at most ``size``."""
+    if count == 0:
+        yield []
+        return
+    for first in range(1, min(size, count) + 1):
+        for rest in contiguous_cuts(count - first, size):
+            yield [first, *rest]
+
+
+@given(st.lists(st.integers(1, 256), max_size=9), st.integers(1, 4), st.sampled_from([0, 1, 48, 500]))
+def test_batches_run_the_fewest_word_pieces_longest_first(lengths, size, batch_cost):
+    """Each text once, batches of at most ``size``, longest first, and no cut of the texts in that order into
+    batches runs fewer pieces (with its calls): the cheapest batching of any texts is such a cut."""
+    batches = length_batches(lengths, size, batch_cost)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert all(0 < len(batch) <= size for batch in batches)
+    order = [i for batch in batches for i in batch]
+    assert [lengths[i] for i in order] == sorted(lengths, reverse=True)
+    longest = sorted(lengths, reverse=True)
+    best = min(
+        sum(batch_cost + sizes[k] * longest[sum(sizes[:k])] for k in range(len(sizes)))
+        for sizes in contiguous_cuts(len(lengths), size)
+    )
+    assert run_pieces(lengths, batches, batch_cost) == best
 
 
 def store_with(tmp: Path, chunked, embedder) -> LanceStore:

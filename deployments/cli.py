@@ -301,15 +301,24 @@ def evaluate(
     summaries: Annotated[
         bool, typer.Option("--summaries", help="Measure query summaries against LexRank and lead baselines instead.")
     ] = False,
+    synth: Annotated[
+        str, typer.Option(help="extractive | ollama | auto: the synthesizer whose summaries --summaries measures.")
+    ] = "extractive",
 ):
     """Measure retrieval and rerank (or, with --summaries, summaries) against questions with known evidence pages."""
     from citesum.tasks.embed import embedder_for
+    from citesum.tasks.errors import ConfigurationError
     from citesum.tasks.ingest.sources import sources_to_ingest
     from citesum.tasks.store.lance import LanceStore
     from citesum.tasks.summarize import evaluate as evaluation
     from citesum.tasks.summarize import quality
+    from citesum.tasks.summarize.choices import check_synthesizer
     from citesum.tasks.summarize.rerank import load_reranker
+    from citesum.tasks.summarize.tasks import choose_synthesizer
 
+    check_synthesizer(synth)
+    if synth != "extractive" and not summaries:
+        raise ConfigurationError("--synth chooses the synthesizer of --summaries; retrieval is measured without one")
     settings = make_settings(db=db, corpus=pdfs)
     checked = evaluation.load_questions(questions)  # inputs are checked before any work starts
     sources_to_ingest(pdfs, settings)
@@ -317,9 +326,13 @@ def evaluate(
     if report.failed:
         err.print(f"{len(report.failed)} PDF(s) failed to ingest; their questions count as misses", highlight=False)
     embedder = embedder_for(settings)
-    run = quality.evaluate_summaries if summaries else evaluation.evaluate
     store, reranker = LanceStore.open(settings.store.db), load_reranker(settings.summarize.reranker, embedder)
-    figures = run(checked, store, embedder, reranker, settings)
+    if summaries:
+        synthesizer, why = choose_synthesizer(synth, settings, embedder)
+        err.print(f"summaries by the {synthesizer.name} synthesizer ({why})", highlight=False)
+        figures = quality.evaluate_summaries(checked, store, embedder, reranker, settings, synthesizer=synthesizer)
+    else:
+        figures = evaluation.evaluate(checked, store, embedder, reranker, settings)
     if json_output:
         print(json.dumps(figures.to_json(), indent=2))
         return

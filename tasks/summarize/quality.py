@@ -50,6 +50,7 @@ from citesum.tasks.summarize.synthesizers.base import Synthesizer
 from citesum.tasks.summarize.synthesizers.extractive import ExtractiveSynthesizer
 from citesum.tasks.summarize.tasks import (
     check_premise,
+    fallback_synthesizer,
     retrieve_candidates,
     select_evidence,
     write_part,
@@ -198,7 +199,13 @@ def run_question(
         selected = time.perf_counter()
         missing = check_premise.fn(question.question, evidence, store)
         section = write_part.fn(
-            "Summary", question.question, evidence, synthesizer, is_question=True, unmentioned=missing
+            "Summary",
+            question.question,
+            evidence,
+            synthesizer,
+            fallback_synthesizer(synthesizer, embedder),  # as a summary run writes it
+            is_question=True,
+            unmentioned=missing,
         )
         written = time.perf_counter()
     ours = _claims(section)

@@ -72,3 +72,36 @@ def test_cli_eval_summaries_json_shape(tmp_path, sample):
     assert counts["citesum"] >= 1 and counts["lexrank"] == counts["lead"] == counts["citesum"]
     assert list(report["by_source"]) == ["sample"] and report["by_source"]["sample"]["questions"] == 3
     assert report["settings"]["synthesizer"] == "extractive"
+
+
+def test_cli_eval_summaries_measures_the_chosen_synthesizer(tmp_path, sample, fake_ollama):
+    """`--synth ollama` measures Ollama's summaries (validated, with the extractive fallback a summary run has)
+    against the same baselines, so a reading model's figures can be had where one runs; retrieval alone takes no
+    synthesizer."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    placed = sample.services_agreement(corpus / "services_agreement.pdf")
+    notice = next(p for p in placed if "12.2 Notice" in p.heading)
+    row = {
+        "id": "q1",
+        "question": "How many days of notice does termination for convenience need?",
+        "answer": "30",
+        "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
+        "source": "sample",
+        "kind": "text",
+    }
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps(row))
+    env = {"CITESUM_OLLAMA_HOST": fake_ollama.url, "CITESUM_OLLAMA_MODEL": "llama3.2"}
+    base = ["eval", str(questions), "--pdfs", str(corpus), "--db", str(tmp_path / "db")]
+
+    result = CliRunner().invoke(app, [*base, "--summaries", "--synth", "ollama", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["settings"]["synthesizer"] == "ollama:llama3.2"
+    assert any(r.path == "/api/chat" for r in fake_ollama.requests)
+    assert report["methods"]["citesum"]["sentences_per_summary"] >= 1
+
+    refused = CliRunner().invoke(app, [*base, "--synth", "ollama"], env=env)
+    assert refused.exit_code == 2
+    assert "--synth chooses the synthesizer of --summaries" in refused.output

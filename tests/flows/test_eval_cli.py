@@ -7,26 +7,34 @@ opened in tests/ while the session's one was still up left this test waiting 900
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from citesum.deployments.cli import app
 
 
-def test_cli_eval_summaries_json_shape(tmp_path, sample):
+def agreement_corpus(tmp_path, sample) -> tuple[Path, dict]:
+    """A corpus of the sample corpus's agreement, and a question its notice clause answers."""
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    placed = sample.services_agreement(corpus / "services_agreement.pdf")  # the sample corpus's agreement
+    placed = sample.services_agreement(corpus / "services_agreement.pdf")
     notice = next(p for p in placed if "12.2 Notice" in p.heading)
+    question = {
+        "id": "q1",
+        "question": "How many days of notice does termination for convenience need?",
+        "answer": "30",
+        "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
+        "source": "sample",
+        "kind": "text",
+    }
+    return corpus, question
+
+
+def test_cli_eval_summaries_json_shape(tmp_path, sample):
+    corpus, notice_question = agreement_corpus(tmp_path, sample)
     rows = [
-        {
-            "id": "q1",
-            "question": "How many days of notice does termination for convenience need?",
-            "answer": "30",
-            "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
-            "source": "sample",
-            "kind": "text",
-        },
+        notice_question,
         {"id": "q2", "question": "What is the capital of Mongolia?", "answer": None, "evidence": []}
         | {"source": "sample", "kind": "none"},
         # a document but no page: neither scored against gold pages nor counted as unanswerable
@@ -78,20 +86,9 @@ def test_cli_eval_summaries_measures_the_chosen_synthesizer(tmp_path, sample, fa
     """`--synth ollama` measures Ollama's summaries (validated, with the extractive fallback a summary run has)
     against the same baselines, so a reading model's figures can be had where one runs; retrieval alone takes no
     synthesizer."""
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    placed = sample.services_agreement(corpus / "services_agreement.pdf")
-    notice = next(p for p in placed if "12.2 Notice" in p.heading)
-    row = {
-        "id": "q1",
-        "question": "How many days of notice does termination for convenience need?",
-        "answer": "30",
-        "evidence": [{"document": "services_agreement.pdf", "pages": [notice.page]}],
-        "source": "sample",
-        "kind": "text",
-    }
+    corpus, notice_question = agreement_corpus(tmp_path, sample)
     questions = tmp_path / "questions.jsonl"
-    questions.write_text(json.dumps(row))
+    questions.write_text(json.dumps(notice_question))
     env = {"CITESUM_OLLAMA_HOST": fake_ollama.url, "CITESUM_OLLAMA_MODEL": "llama3.2"}
     base = ["eval", str(questions), "--pdfs", str(corpus), "--db", str(tmp_path / "db")]
 

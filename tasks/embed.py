@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("citesum.embed")
 
-# What one more batch costs, in word pieces run through the model (its call, a stream's turn): measured with the
-# OpenVINO backend, 512 texts of 40 pieces took about 1.3 ms a batch longer in batches of 4 than of 32.
+# What one more batch costs, in word pieces run through the model (its call, a stream's turn). Measured with the
+# OpenVINO backend, 512 texts in batches of 4 rather than 32 took about 1.3 ms a batch longer at 40 pieces a text
+# and 2 to 4 ms at 120: some 20 to 60 pieces' worth. 48 was not tuned further (README, Benchmark).
 BATCH_COST_PIECES = 48
 
 
@@ -149,11 +150,8 @@ def length_batches(lengths: Sequence[int], size: int, batch_cost: int = BATCH_CO
     # cost[j]: the least cost of batching the first j texts; begins[j]: where the last of those batches begins
     cost, begins = [0] * (len(order) + 1), [0] * (len(order) + 1)
     for end in range(1, len(order) + 1):
-        cost[end] = -1
-        for begin in range(max(0, end - size), end):
-            candidate = cost[begin] + batch_cost + longest[begin] * (end - begin)
-            if cost[end] < 0 or candidate < cost[end]:
-                cost[end], begins[end] = candidate, begin
+        begin = min(range(max(0, end - size), end), key=lambda b: cost[b] + longest[b] * (end - b))  # ties: longer
+        cost[end], begins[end] = cost[begin] + batch_cost + longest[begin] * (end - begin), begin
     batches, end = [], len(order)
     while end:
         batches.append(order[begins[end] : end])

@@ -207,7 +207,9 @@ class OpenVINOEmbedder:
         # The CPU plugin keeps what it prepared for each input shape (batch size x longest text) it has run, 5,000 of
         # them by default. Batches cut to run the fewest word pieces (embed.length_batches) come in more shapes:
         # embedding the FinanceBench chunks a document at a time ran 763 shapes (189 cut every 32 texts) and peaked
-        # at 1,487 MB (919); keeping the last 256 peaked at 1,046 MB and was no slower (195.3 s against 197.5).
+        # at 1,487 MB (919); keeping the last 256 peaked at 1,046 MB and was no slower (195.3 s against 197.5). Not
+        # among the plugin's listed properties, but compile_model takes it (openvino is pinned; a runtime that refused
+        # it would fail the compile, and auto would fall back to torch, saying why).
         config["CPU_RUNTIME_CACHE_CAPACITY"] = "256"
         if precision != "auto":
             config["INFERENCE_PRECISION_HINT"] = precision

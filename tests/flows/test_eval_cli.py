@@ -12,6 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from citesum.deployments.cli import app
+from tests.fake_ollama import Reply
 
 
 def agreement_corpus(tmp_path, sample) -> tuple[Path, dict]:
@@ -90,6 +91,9 @@ def test_cli_eval_summaries_measures_the_chosen_synthesizer(tmp_path, sample, fa
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps(notice_question))
     env = {"CITESUM_OLLAMA_HOST": fake_ollama.url, "CITESUM_OLLAMA_MODEL": "llama3.2"}
+    # Every answer empty (the model probe still gets its model list): the summary's sentences can only come from
+    # the extractive fallback, which a summary run has and the measure must have too.
+    fake_ollama.script(*[Reply(content="")] * 8)
     base = ["eval", str(questions), "--pdfs", str(corpus), "--db", str(tmp_path / "db")]
 
     result = CliRunner().invoke(app, [*base, "--summaries", "--synth", "ollama", "--json"], env=env)
@@ -97,7 +101,7 @@ def test_cli_eval_summaries_measures_the_chosen_synthesizer(tmp_path, sample, fa
     report = json.loads(result.stdout)
     assert report["settings"]["synthesizer"] == "ollama:llama3.2"
     assert any(r.path == "/api/chat" for r in fake_ollama.requests)
-    assert report["methods"]["citesum"]["sentences_per_summary"] >= 1
+    assert report["methods"]["citesum"]["sentences_per_summary"] >= 1  # written by the fallback
 
     refused = CliRunner().invoke(app, [*base, "--synth", "ollama"], env=env)
     assert refused.exit_code == 2

@@ -206,9 +206,8 @@ def document_record(job: Job, embedder: Embedder, settings: Settings) -> Documen
 def write(
     jobs: list[Job], store: ChunkStore, embedder: Embedder, settings: Settings, writer: WriterSlot
 ) -> list[DocumentOutcome]:
-    """Supersede each document in the store, one commit each, under one hold of the writer slot: taking the
-    slot often waits about 2 s on Prefect's temporary server, per document otherwise (README, How ingestion
-    works).
+    """Supersede each document in the store, one commit each, under one hold of the writer slot: each taking
+    costs requests to the server, and another run's write may come between two (README, How ingestion works).
 
     A document whose write fails for good is a failed outcome, and the others are still written; an error
     that may pass fails the task, whose retry rewrites the documents already written unchanged.

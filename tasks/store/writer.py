@@ -14,6 +14,11 @@ races a commit. A slot taken by a run that was killed must come back, or every l
 
 Waiting for the slot is bounded by ``wait_seconds``: a slot held longer fails the write with
 ``WriterBusyError``, naming the limit and how to free it, instead of hanging the run.
+
+A task takes the slot once the server has recorded its start (``start_recorded``): the server records it as
+the task begins, and on SQLite an update of the slot racing that record fails ("database is locked"); the server
+answers 503 and Prefect's client waits 2 s to ask again. That was nearly every write of a run, and the run's last
+write and index refresh are on its critical path (README, How ingestion works).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,8 +34,10 @@ from pathlib import Path
 
 from prefect import get_client, get_run_logger
 from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+from prefect.client.schemas.objects import StateType
 from prefect.concurrency.sync import concurrency
-from prefect.exceptions import MissingContextError, ObjectAlreadyExists
+from prefect.context import TaskRunContext
+from prefect.exceptions import MissingContextError, ObjectAlreadyExists, ObjectNotFound
 from prefect.settings import get_current_settings
 
 from citesum.tasks.errors import CitesumError
@@ -61,6 +69,7 @@ class WriterSlot:
     @contextmanager
     def hold(self, what: str) -> Iterator[None]:
         """Hold the slot for ``what`` (e.g. "writing report.pdf"), waiting at most ``wait_seconds`` for it."""
+        start_recorded()
         acquired = False
         try:
             with concurrency(
@@ -80,6 +89,23 @@ class WriterSlot:
                 f"writing (see running flows in the Prefect UI); if none is, a killed run left it taken: "
                 f"`{RESET_COMMAND}`"
             ) from exc
+
+
+def start_recorded(timeout: float = 1.0, every: float = 0.01) -> None:
+    """Return once the server shows the current task run as running, or after ``timeout`` seconds (a server slow to
+    record it: the slot is then taken anyway, and only a 503's wait is risked). Outside a task, at once."""
+    context = TaskRunContext.get()
+    if context is None:
+        return
+    deadline = time.monotonic() + timeout
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            try:
+                if client.read_task_run(context.task_run.id).state_type == StateType.RUNNING:
+                    return
+            except ObjectNotFound:  # its first state not recorded yet
+                pass
+            time.sleep(every)
 
 
 def ensure_writer_limit() -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
-from prefect import get_client
+from prefect import flow, get_client, task
 
 from citesum.flows.ingest import run_ingest
 from citesum.tasks.settings import Settings
@@ -70,3 +71,43 @@ def test_ingestion_with_a_leaked_slot_fails_each_document_by_name_and_stores_not
     assert outcome.document_id == "agreement.pdf" and outcome.status == "failed"
     assert "writing agreement.pdf: the citesum-writer slot stayed taken for 3 s" in outcome.error
     assert LanceStore.open(settings.store.db).documents() == {}
+
+
+class Retries(logging.Handler):
+    """The Prefect client's notes of a response it will ask again for."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "retryable status code" in record.getMessage():
+            self.messages.append(record.getMessage())
+
+
+def test_tasks_taking_the_slot_as_they_start_are_not_kept_waiting_by_the_server():
+    # Taken as its task started, the slot's update raced the server's record of that start on SQLite: "database is
+    # locked", a 503, and Prefect's client waited 2 s to ask again, on nearly every write of a run.
+    ensure_writer_limit()
+    slot = WriterSlot(wait_seconds=30, lease_seconds=60)
+
+    @task
+    def write(n: int) -> None:
+        with slot.hold(f"writing {n}"):
+            pass
+
+    @flow
+    def writes() -> None:
+        for n in range(4):
+            write(n)
+
+    client_log, retries = logging.getLogger("prefect.client"), Retries()
+    level = client_log.level
+    client_log.addHandler(retries)
+    client_log.setLevel(logging.DEBUG)
+    try:
+        writes()
+    finally:
+        client_log.removeHandler(retries)
+        client_log.setLevel(level)
+    assert retries.messages == []

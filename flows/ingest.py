@@ -14,7 +14,7 @@ from prefect.states import Failed
 from prefect.utilities.annotations import quote
 
 from citesum.flows.runners import ConfiguredTaskRunner, task_runner
-from citesum.flows.stream import DocumentStream, Progress, Steps, StepTracker
+from citesum.flows.stream import DocumentStream, Progress, Steps, StepTracker, progress_artifact
 from citesum.tasks.embed import Embedder, embedder_for, model_dimension
 from citesum.tasks.ingest import report as reports
 from citesum.tasks.ingest.names import path_text, text_path
@@ -93,7 +93,7 @@ def ingest(path: str | None = None, settings: Settings | None = None, replace: b
         replace_conflicts=replace,
     )
     passwords = load_passwords(settings.ingest.passwords_file)
-    tracker = StepTracker(len(plan.work), progress_callback())
+    tracker = StepTracker(len(plan.work), progress_callback(), progress_artifact())
 
     written, embedder = [], None
     if plan.work:

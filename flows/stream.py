@@ -13,6 +13,7 @@ not embedding, 53 of them waiting for the writer slot again for each document.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,19 +32,37 @@ GROUP_TEXTS = 1024
 # Documents chunked ahead of the embedding beyond the ``window`` being prepared: embedding is the slow step,
 # and documents waiting for it hold their pages and chunks in memory.
 AHEAD = 2
+# The progress artifact is updated at most this often (and at the end): each update is a request the flow
+# thread waits for between steps (12 ms on the temporary server), and was made for every document-step.
+PROGRESS_SECONDS = 1.0
+
+
+def progress_artifact() -> Callable[[float], None]:
+    """A new progress artifact of the run at 0%, as a function that sets its percentage."""
+    artifact = create_progress_artifact(0.0, key="citesum-ingest-progress", description="Ingestion progress")
+    return lambda percent: update_progress_artifact(artifact, percent)
 
 
 class StepTracker:
     """Keeps each step's failures and reports progress.
 
-    Progress counts document-steps into a Prefect progress artifact and an optional
-    callback; a failed document counts its remaining steps as done.
+    Progress counts document-steps into an optional callback, each step, and a percentage into ``publish`` (the
+    run's progress artifact), at most every ``every`` seconds and when the last step is done; a failed document
+    counts its remaining steps as done.
     """
 
-    def __init__(self, documents: int, on_progress: Progress | None):
+    def __init__(
+        self,
+        documents: int,
+        on_progress: Progress | None,
+        publish: Callable[[float], None],
+        every: float = PROGRESS_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.total, self.done, self.on_progress = max(documents * len(STEPS), 1), 0, on_progress
         self.failures: list[DocumentOutcome] = []
-        self.artifact = create_progress_artifact(0.0, key="citesum-ingest-progress", description="Ingestion progress")
+        self.publish, self.every, self.clock = publish, every, clock
+        self.published = clock()
 
     def settle(self, step: str, future: PrefectFuture, jobs: list[Job]) -> list | None:
         """The finished step's results (one per document for extract and chunk, a list for a batch); None
@@ -63,7 +82,10 @@ class StepTracker:
 
     def advance(self, step: str, job: Job, steps: int) -> None:
         self.done += steps
-        update_progress_artifact(self.artifact, 100.0 * self.done / self.total)
+        now = self.clock()
+        if self.done >= self.total or now - self.published >= self.every:
+            self.publish(100.0 * self.done / self.total)
+            self.published = now
         if self.on_progress:
             self.on_progress(step, job.document_id, self.done, self.total)
 

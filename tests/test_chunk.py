@@ -282,6 +282,26 @@ def test_chunks_are_costed_from_their_sentences_when_counts_add_up(count_tokens:
     assert not {c.embedding_text for c in added.chunks} & set(seen)
 
 
+def test_a_document_counts_each_text_once(count_tokens: CountTokens) -> None:
+    """A heading path is costed for every chunk under it and a repeated sentence where it recurs: counted again
+    each time, the 29 FinanceBench filings made 117,907 counts of 73,846 texts (1.5 s of 16.6 s of chunking)."""
+    sentences = [f"Clause {letters(n)} binds the tenant to {letters(n + 1)} terms." for n in range(60)]
+    doc = document(
+        [heading("Terms", 1), heading("Rent", 2), *(body(" ".join(sentences[n : n + 4])) for n in range(0, 60, 4))],
+        [heading("Repairs", 2), body("The tenant repairs. The tenant repairs. The tenant repairs.")],
+    )
+    seen: list[str] = []
+
+    def counting(text: str) -> int:
+        seen.append(text)
+        return count_tokens(text)
+
+    counted = chunk_document(doc, count_tokens=counting, max_tokens=64, counts_add_up=True)
+    assert counted.chunks == chunk_document(doc, count_tokens=count_tokens, max_tokens=64, counts_add_up=True).chunks
+    assert len(counted.chunks) > 5
+    assert [text for text, times in Counter(seen).items() if times > 1] == []
+
+
 def superadditive(text: str) -> int:
     """A counter whose counts add up over whitespace joins, while a word costs more than its halves."""
     return 2 + sum(len(word) ** 2 // 50 + 1 for word in text.split())

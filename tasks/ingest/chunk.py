@@ -106,7 +106,7 @@ class _Draft:
 
 
 class _Budget:
-    """Token arithmetic for one document: one ``count_tokens`` call per sentence.
+    """Token arithmetic for one document: one ``count_tokens`` call per distinct sentence or heading path.
 
     Word-piece counts add up over text joined at whitespace (the BERT pre-tokenizer
     splits there first), so a chunk is costed as the sum of its sentences. Its final
@@ -120,6 +120,9 @@ class _Budget:
         self.max_tokens = max_tokens
         self.counts_add_up = counts_add_up
         self.special = count_tokens("")
+        # A heading path is costed for each chunk under it, a repeated sentence where it recurs: the 29 FinanceBench
+        # filings made 117,907 counts of 73,846 texts.
+        self._counted: dict[str, int] = {}
         room = max_tokens - self.special
         if room < 8:
             raise ValueError(f"max_tokens={max_tokens} leaves no room for text")
@@ -127,7 +130,10 @@ class _Budget:
         self.heading_room = room // 2
 
     def tokens(self, text: str) -> int:
-        return self.count(text) - self.special
+        counted = self._counted.get(text)
+        if counted is None:
+            counted = self._counted[text] = self.count(text) - self.special
+        return counted
 
     def room(self, heading: str) -> int:
         return self.max_tokens - self.special - (self.tokens(heading) if heading else 0)

@@ -9,11 +9,11 @@ Prefect API; on the terminal they appear only with ``--verbose``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import threading
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -150,34 +150,23 @@ def ingest(
     raise typer.Exit(1 if result.failed else 0)
 
 
-def engine_starting() -> threading.Thread:
-    """Prefect's temporary server (when it needs one), starting in the background: its process takes seconds to
-    answer, which the imports of the flow overlap. Its module is imported here, in this thread: Prefect's modules
-    imported by two threads at once fail their plugin set-up. Join the thread before the run; a server that failed
-    to start is started again, and its error reported, by the run itself. Not a daemon: a process that exits
-    meanwhile waits for the start, so the server's exit hook stops it (no orphan)."""
-    from citesum.flows.runners import temporary_server
+def engine_starting() -> Callable[[], None]:
+    """Prefect's temporary server (when a run needs one), its process begun now: it takes seconds to answer, which
+    the imports of the flow overlap. Call the result before the run: it hands the server over to Prefect and waits
+    until it answers (``flows.temporary_server.start_early``)."""
+    from citesum.flows.temporary_server import start_early
 
-    server = temporary_server()
-
-    def start() -> None:
-        if server is not None:
-            with contextlib.suppress(Exception):
-                server.start()
-
-    thread = threading.Thread(target=start, name="citesum-engine-start")
-    thread.start()
-    return thread
+    return start_early()
 
 
 def ingest_state(
     path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None, replace: bool = False
 ):
     """The ingestion flow's final state; a runner setting it cannot use raises before any run."""
-    engine = engine_starting()
+    engine_ready = engine_starting()
     from citesum.flows.ingest import run_ingest
 
-    engine.join()
+    engine_ready()
     return run_ingest(str(path) if path else None, settings, on_progress, replace)
 
 
@@ -280,10 +269,10 @@ def summarize(
     check_synthesizer(synth)
     settings = make_settings(db=db)
     open_store(settings.store.db)
-    engine = engine_starting()
+    engine_ready = engine_starting()
     from citesum.flows.summarize import run_summarize
 
-    engine.join()
+    engine_ready()
     summary = outcome(run_summarize(question, doc, mode, synth, settings))
     if json_output:
         print(json.dumps(summary.to_json(), indent=2, ensure_ascii=False))

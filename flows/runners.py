@@ -1,5 +1,4 @@
-"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``);
-and the engine's temporary server, started ahead of a run."""
+"""Where ingestion tasks run: threads in this process, or Dask worker processes (``settings.ingest.runner``)."""
 
 from __future__ import annotations
 
@@ -11,19 +10,10 @@ from urllib.parse import urlsplit
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from citesum.flows.temporary_server import temporary_server_url
 from citesum.tasks.errors import ConfigurationError
 from citesum.tasks.settings import Settings
 from citesum.tasks.store.writer import ensure_writer_limit
-
-
-def temporary_server():
-    """Prefect's temporary server (a per-process singleton, not started yet) when no PREFECT_API_URL names a server;
-    the engine starts the same one at a run's first API call, so starting it earlier only moves that wait."""
-    if PREFECT_API_URL.value():
-        return None
-    from prefect.server.api.server import SubprocessASGIServer
-
-    return SubprocessASGIServer()
 
 
 @contextmanager
@@ -137,12 +127,3 @@ def dask_worker_environment() -> Iterator[None]:
         ensure_writer_limit()
         with temporary_settings({PREFECT_API_URL: temporary_server_url()}):
             yield
-
-
-def temporary_server_url() -> str:
-    """This process's temporary Prefect server (the one Prefect starts without an API URL), started if needed."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()  # one per process: the instance Prefect's own client uses
-    server.start()
-    return server.api_url

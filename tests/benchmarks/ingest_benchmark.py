@@ -83,7 +83,7 @@ def start_up_figures(sample: Path) -> dict:
 def main() -> None:
     # Imported here: extraction children are spawned and re-import this script, and
     # must not load Prefect and LanceDB for nothing.
-    from citesum.flows.runners import temporary_server
+    from citesum.flows.temporary_server import temporary_server
     from citesum.tasks.embed import embedder_for
     from citesum.tasks.records import embedded_text
     from citesum.tasks.settings import Settings

@@ -284,7 +284,7 @@ def test_chunks_are_costed_from_their_sentences_when_counts_add_up(count_tokens:
 
 def test_a_document_counts_each_text_once(count_tokens: CountTokens) -> None:
     """A heading path is costed for every chunk under it and a repeated sentence where it recurs: counted again
-    each time, the 29 FinanceBench filings made 117,907 counts of 73,846 texts (1.5 s of 16.6 s of chunking)."""
+    each time, the 29 FinanceBench filings made 117,907 counts where 78,646 distinct texts of a document suffice."""
     sentences = [f"Clause {letters(n)} binds the tenant to {letters(n + 1)} terms." for n in range(60)]
     doc = document(
         [heading("Terms", 1), heading("Rent", 2), *(body(" ".join(sentences[n : n + 4])) for n in range(0, 60, 4))],

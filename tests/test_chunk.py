@@ -282,9 +282,10 @@ def test_chunks_are_costed_from_their_sentences_when_counts_add_up(count_tokens:
     assert not {c.embedding_text for c in added.chunks} & set(seen)
 
 
-def test_a_document_counts_each_text_once(count_tokens: CountTokens) -> None:
-    """A heading path is costed for every chunk under it and a repeated sentence where it recurs: counted again
-    each time, the 29 FinanceBench filings made 117,907 counts where 78,646 distinct texts of a document suffice."""
+def test_a_document_counts_each_word_once(count_tokens: CountTokens) -> None:
+    """A heading path is costed for every chunk under it and a repeated sentence where it recurs, and sentences share
+    their words: with counts that add up, the counter is asked about each distinct word of a document once (the
+    empty text once, for the special pieces)."""
     sentences = [f"Clause {letters(n)} binds the tenant to {letters(n + 1)} terms." for n in range(60)]
     doc = document(
         [heading("Terms", 1), heading("Rent", 2), *(body(" ".join(sentences[n : n + 4])) for n in range(0, 60, 4))],
@@ -300,6 +301,19 @@ def test_a_document_counts_each_text_once(count_tokens: CountTokens) -> None:
     assert counted.chunks == chunk_document(doc, count_tokens=count_tokens, max_tokens=64, counts_add_up=True).chunks
     assert len(counted.chunks) > 5
     assert [text for text, times in Counter(seen).items() if times > 1] == []
+    assert [text for text in seen if len(text.split()) != 1] == [""]
+
+
+def test_words_joined_by_a_character_the_tokenizer_deletes_are_counted_together(count_tokens: CountTokens) -> None:
+    """Python's str.split() cuts at vertical tab, form feed, U+001C-U+001F and U+0085, which BERT's normalizer
+    deletes: "the\x0bre" is one piece ("there"), not two. Such a text is counted whole, so the chunks are those
+    of counting every chunk for real."""
+    sentences = [f"Clause {n} binds {'the' + chr(0x0B) + 're'} and {'the' + chr(0x1F) + 're'} tenants." for n in range(40)]
+    doc = document([body(" ".join(sentences[n : n + 4])) for n in range(0, 40, 4)])
+    assert count_tokens("the\x0bre") == count_tokens("there") < count_tokens("the re")
+    added = chunk_document(doc, count_tokens=count_tokens, max_tokens=48, overlap_sentences=0, counts_add_up=True)
+    real = chunk_document(doc, count_tokens=count_tokens, max_tokens=48, overlap_sentences=0)
+    assert added.chunks == real.chunks and len(real.chunks) > 5
 
 
 def superadditive(text: str) -> int:

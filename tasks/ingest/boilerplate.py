@@ -40,9 +40,9 @@ def find_boilerplate(pages: Sequence[Page], min_pages: int) -> frozenset[str]:
     anywhere: Counter[str] = Counter()
     at_edge: Counter[str] = Counter()
     for blocks in with_text:
-        anywhere.update({boilerplate_key(b.text) for b in blocks})
-        edges = blocks[:EDGE_BLOCKS] + blocks[-EDGE_BLOCKS:]
-        at_edge.update({boilerplate_key(b.text) for b in edges})
+        keys = [boilerplate_key(b.text) for b in blocks]
+        anywhere.update(set(keys))
+        at_edge.update(set(keys[:EDGE_BLOCKS] + keys[-EDGE_BLOCKS:]))
     return frozenset(
         key
         for key, count in at_edge.items()

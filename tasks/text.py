@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 
 _ABBREVIATIONS = frozenset(
@@ -65,7 +66,8 @@ def split_sentences(
         cuts.update(m.start() for m in _PARAGRAPH.finditer(text) if not goes_on(text[: m.start()], text[m.end() :]))
     rows = table_rows(text)
     if rows:
-        cuts = {cut for cut in cuts if not any(start < cut < end for start, end in rows)}
+        starts = [start for start, _ in rows]  # rows are lines: in order, apart
+        cuts = {cut for cut in cuts if not _inside_row(rows, starts, cut)}
         cuts.update(cut for row in rows for cut in row)
     if clauses:
         cuts.update(m.end() for m in _CLAUSE_END.finditer(text))
@@ -76,6 +78,12 @@ def split_sentences(
     ordered = sorted(cuts)
     bounds = zip([0, *ordered], [*ordered, len(text)], strict=True)
     return [span for start, end in bounds if (span := _trim(text, start, end))]
+
+
+def _inside_row(rows: list[tuple[int, int]], starts: list[int], cut: int) -> bool:
+    """Whether ``cut`` falls strictly inside one of ``rows`` (``starts``: their starts, ascending)."""
+    i = bisect_left(starts, cut) - 1
+    return i >= 0 and cut < rows[i][1]
 
 
 def sentences(

@@ -33,7 +33,12 @@ PDFs, FinanceBench 29 and MMLongBench-Doc 22, extracted and chunked by the proje
 7a7f306): 0 of 3,706 pages, 0 of 22,189 chunks. The first version flagged one page (two chunks) of an EMNLP
 paper, "the same in-context examples for all models", read by eye as a false positive: "to/for all ..." now
 needs an AI noun and a colon or comma. That zero was reached on the set it is measured on; held-out
-documents may do worse. About 0.25 ms per clean chunk.
+documents may do worse.
+
+Each pattern is searched only in a text its screen admits (``SCREENS``: words every match holds, read off the
+pattern), which gives the same results for far less work: ``re`` tries a pattern that starts with ``\\b`` or a
+lookbehind at every position. About 0.06 ms of CPU per clean chunk (FinanceBench's 19,809 chunks, 619
+characters on average: 1.1 s, 0.45 s of it normalising; 4.9 s unscreened).
 
 Known gaps: text spelled out with spaces between letters ("i g n o r e"), other languages, text split
 into words that never share a chunk, and instructions phrased as plain statements ("the correct answer is
@@ -116,6 +121,53 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 @dataclass(frozen=True)
+class Screen:
+    """What every match of one pattern holds, so a normalised text without it cannot match."""
+
+    words: tuple[str, ...]  # substrings
+    opening: re.Pattern[str] | None = None  # searched in ". " + text: the text's start is a sentence start
+
+    def admits(self, plain: str) -> bool:
+        return any(word in plain for word in self.words) or bool(self.opening and self.opening.search(". " + plain))
+
+
+# Each screen is read off its pattern branch by branch (in normalised text ``\s`` is one space); a change to a
+# pattern needs its screen checked. tests/test_injection_screens.py compares results with and without them.
+SCREENS: dict[str, Screen] = {
+    # "<|...|>" and "<<sys>>" hold "<"; "[inst]", "[/sys]" hold "["; "##..."; the role label before its order.
+    "role-marker": Screen(("<", "[", "##", "system", "assistant", "developer")),
+    # Both branches start with one of these verbs.
+    "ignore-instructions": Screen(("ignore", "disregard", "forget", "override", "overwrite", "bypass", "discard")),
+    # "new / updated ... instruction(s) :", "your new / real ... task", "from now on".
+    "new-instructions": Screen(("instruction", "your", "from now on")),
+    "addresses-ai": Screen(
+        # _AI after a space (every branch but "... reading this"): each _AI alternative starts with one of
+        # these words, but "large language model", which holds " language model";
+        (" ai", " a.i.", " artificial intelligence", " llm", " language model", " chat", " gpt", " virtual assistant")
+        # "ai summari[sz]er" holds " ai"; "reading / processing / summarising / analysing / parsing this".
+        + (" summari", "ing this")
+    ),
+    # "you are now ...", "act / behave as if you ...", "pretend ...".
+    "role-change": Screen(("you are now", "as if you", "pretend")),
+    # Both branches end in "model" or "assistant".
+    "ai-persona": Screen(("model", "assistant")),
+    "asks-ai": Screen(
+        # "assistant(s)" or _AI before \s and the modal ("ai" and "llm(s)" are followed by that space);
+        ("assistant", "ai ", "a.i.", "artificial intelligence", "llm ", "llms ", "language model", "chat", "gpt")
+        # "summari[sz]ers", "when (you) summari...", "summari[sz]e this / the ... as";
+        + ("summari", "when you", "when answer", "when respond")
+        # "in / when writing / when producing" your / the ai's summary; "tell ... the user / reader / human".
+        + ("in your", "writing your", "producing your", "the ai", "the user", "the reader", "the human"),
+        # The two branches that start a sentence ("^" or "[.!?:;] ") with an optional "please", then a verb.
+        re.compile(
+            r"[.!?:;] (?:please )?"
+            r"(?:state|say|respond|reply|answer|output|print|write|claim|conclude|do not|don't|never) "
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
 class Hit:
     """One pattern's match, as a span of the original text."""
 
@@ -132,7 +184,7 @@ def normalise(text: str) -> str:
 def patterns_in(text: str) -> tuple[str, ...]:
     """The names of the patterns the text matches, in ``PATTERNS`` order; empty when it is clean."""
     plain = normalise(text)
-    return tuple(name for name, pattern in PATTERNS.items() if pattern.search(plain))
+    return tuple(name for name, pattern in PATTERNS.items() if SCREENS[name].admits(plain) and pattern.search(plain))
 
 
 def addresses_ai(text: str) -> bool:

@@ -21,6 +21,7 @@ import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 import pymupdf
 
@@ -46,21 +47,14 @@ class _Cell:
     end: float  # where its figure ends: x1, or short of a "%" after it
 
 
-@dataclass(frozen=True)
+# Compared by identity: ``_cells``'s cache hashes a row on each call, by value that hashed every word of it.
+@dataclass(frozen=True, eq=False)
 class _Row:
     words: tuple[tuple[float, float, float, float, str], ...]  # x0, y0, x1, y1, text; left to right
-
-    @property
-    def y0(self) -> float:
-        return min(w[1] for w in self.words)
-
-    @property
-    def y1(self) -> float:
-        return max(w[3] for w in self.words)
-
-    @property
-    def height(self) -> float:
-        return statistics.median(w[3] - w[1] for w in self.words)
+    # Worked out once (``_row``): the steps below ask for them over and over
+    y0: float
+    y1: float
+    height: float  # the words' median height
 
 
 @dataclass(frozen=True)
@@ -90,7 +84,7 @@ def page_flags(data: dict) -> tuple[bool, bool]:
     """The two cheap tests on the page's text: ``MIN_ROWS`` rows ending in two figures (for ``find_tables``), and
     ``MIN_ROWS`` rows of separate pieces with a figure among words (for ``ruled_tables``)."""
     rows = _visual_rows(data)
-    return _count(rows, _ends_in_figures) >= MIN_ROWS, _count(rows, _is_cell_row) >= MIN_ROWS
+    return _enough(rows, _ends_in_figures), _enough(rows, _is_cell_row)
 
 
 def _visual_rows(data: dict) -> list[list[str]]:
@@ -117,8 +111,9 @@ def _visual_rows(data: dict) -> list[list[str]]:
     return rows
 
 
-def _count(rows: list[list[str]], test: Callable[[list[str]], bool]) -> int:
-    return sum(1 for row in rows if test(row))
+def _enough(rows: list[list[str]], test: Callable[[list[str]], bool]) -> bool:
+    """``MIN_ROWS`` of the rows pass ``test``: the rows after those are not tested."""
+    return len(list(islice(filter(test, rows), MIN_ROWS))) == MIN_ROWS
 
 
 def _ends_in_figures(pieces: list[str]) -> bool:
@@ -129,8 +124,9 @@ def _is_cell_row(pieces: list[str]) -> bool:
     """Separate pieces, one a figure, the row not ending in two: words beside the figure (rows of figures, most
     of a 10-K's, are the other test's, and flagging them here cost its pages their drawings for no table)."""
     texts = [p.strip() for p in pieces if p.strip()]
-    figure = any(is_value(t) and not is_year(t) for t in texts[1:])
-    return len(texts) >= MIN_PIECES and figure and not _ends_in_figures(texts)
+    if len(texts) < MIN_PIECES:
+        return False
+    return any(is_value(t) and not is_year(t) for t in texts[1:]) and not _ends_in_figures(texts)
 
 
 def _trailing_figures(text: str) -> int:
@@ -160,11 +156,17 @@ def _rows(words: list[tuple]) -> Iterator[_Row]:
     current: list[tuple] = []
     for word in sorted(words, key=lambda w: (w[1] + w[3]) / 2):
         if current and (word[1] + word[3]) / 2 > current[0][3]:
-            yield _Row(tuple(sorted(current)))
+            yield _row(tuple(sorted(current)))
             current = []
         current.append(word)
     if current:
-        yield _Row(tuple(sorted(current)))
+        yield _row(tuple(sorted(current)))
+
+
+def _row(words: tuple[tuple[float, float, float, float, str], ...]) -> _Row:
+    return _Row(
+        words, min(w[1] for w in words), max(w[3] for w in words), statistics.median(w[3] - w[1] for w in words)
+    )
 
 
 @lru_cache(maxsize=1024)  # a row's cells are asked for by each step below

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -33,6 +32,9 @@ from citesum.deployments.output import (
     progress_bar,
     report_error,
 )
+
+# Standard library only: the temporary server's process is begun before the flows' imports.
+from citesum.flows.temporary_server import start_early
 
 if TYPE_CHECKING:  # imported by the commands that need them: the CLI starts fast
     from citesum.flows.ingest import Progress as ProgressCallback
@@ -150,20 +152,11 @@ def ingest(
     raise typer.Exit(1 if result.failed else 0)
 
 
-def engine_starting() -> Callable[[], None]:
-    """Prefect's temporary server (when a run needs one), its process begun now: it takes seconds to answer, which
-    the imports of the flow overlap. Call the result before the run: it hands the server over to Prefect and waits
-    until it answers (``flows.temporary_server.start_early``)."""
-    from citesum.flows.temporary_server import start_early
-
-    return start_early()
-
-
 def ingest_state(
     path: Path | None, settings: Settings, on_progress: ProgressCallback | None = None, replace: bool = False
 ):
     """The ingestion flow's final state; a runner setting it cannot use raises before any run."""
-    engine_ready = engine_starting()
+    engine_ready = start_early()  # Prefect's temporary server answers seconds later: the flow's imports overlap that
     from citesum.flows.ingest import run_ingest
 
     engine_ready()
@@ -269,7 +262,7 @@ def summarize(
     check_synthesizer(synth)
     settings = make_settings(db=db)
     open_store(settings.store.db)
-    engine_ready = engine_starting()
+    engine_ready = start_early()
     from citesum.flows.summarize import run_summarize
 
     engine_ready()

@@ -164,7 +164,8 @@ def counts_add_up(tokenizer) -> bool:
     ``tokenizer`` (transformers or ``tokenizers``) is a WordPiece model behind BERT's normalizer and pre-tokenizer,
     which change text a character at a time and split it at whitespace before anything else, with special tokens
     only around the whole text and no added token that holds whitespace (one could match across a join). Other
-    tokenizers (SentencePiece's, byte-level BPE) may count a join differently.
+    tokenizers (SentencePiece's, byte-level BPE) may count a join differently. Whitespace as that normalizer sees it:
+    VT, FF, U+001C-U+001F and U+0085, which ``str.split()`` cuts at, are control characters it deletes.
     """
     from tokenizers import models, normalizers, pre_tokenizers, processors
 

@@ -132,11 +132,11 @@ def differences(texts: list[str]) -> list[tuple[str, object, object]]:
 
 
 def corpus_text() -> list[str]:
-    return [
-        page.get_text()
-        for name in ("services_agreement.pdf", "technical_report.pdf")
-        for page in pymupdf.open(CORPUS / name)
-    ]
+    texts = []
+    for name in ("services_agreement.pdf", "technical_report.pdf"):
+        with pymupdf.open(CORPUS / name) as pdf:
+            texts += [page.get_text() for page in pdf]
+    return texts
 
 
 def test_screens_change_nothing_on_the_detector_examples():

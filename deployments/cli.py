@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,11 @@ class Command(TyperCommand):
         except Exception as exc:
             code = report_error(exc, json_output=bool(ctx.params.get("json_output")), verbose=verbose(ctx))
             raise typer.Exit(code) from None
+        except BaseException as exc:  # SIGTERM during a run: Prefect's engine raises its own, not ``terminated``
+            engine = sys.modules.get("prefect.exceptions")  # not imported: no run, so not Prefect's
+            if engine and isinstance(exc, engine.TerminationSignal):
+                raise typer.Exit(128 + exc.signal) from None
+            raise
 
 
 def verbose(ctx: click.Context) -> bool:

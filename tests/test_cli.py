@@ -4,6 +4,7 @@ exit 2, a JSON error with --json, and nothing created. (Runs through the engine:
 from __future__ import annotations
 
 import json
+import signal
 
 from typer.testing import CliRunner
 
@@ -86,3 +87,20 @@ def test_a_table_leaves_out_the_columns_a_long_id_leaves_no_room_for():
     assert shown[0] == "document" and set(shown) <= set(headers)
     left_out = ", ".join(h for h in headers if h not in shown)
     assert f"{left_out}: left out to fit the terminal" in " ".join(" ".join(lines).split())  # and says so
+
+
+def test_sigterm_during_a_run_exits_as_sigterm():
+    """Inside a flow run Prefect's engine turns SIGTERM into its TerminationSignal (a BaseException), which escaped
+    the CLI as a traceback and exit code 1; a stop by SIGTERM exits 128 + 15 wherever it lands."""
+    import typer
+    from prefect.exceptions import TerminationSignal
+
+    from citesum.deployments.cli import Command
+
+    stopped = typer.Typer()
+
+    @stopped.command(cls=Command)
+    def run() -> None:
+        raise TerminationSignal(signal.SIGTERM)
+
+    assert CliRunner().invoke(stopped, []).exit_code == 128 + signal.SIGTERM
